@@ -1,0 +1,55 @@
+# OpenBrowse: `make run` sets up everything that is missing and starts the server on 127.0.0.1:8420;
+# `make test` sets up the same and runs the whole suite. Both are safe to repeat.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+APT_PACKAGES := chromium xvfb x11vnc websockify novnc fonts-dejavu-core fonts-liberation
+PYTEST_ARGS ?=
+
+.PHONY: run test check lint types e2e deps system-deps venv clean bench
+
+run: deps
+	$(BIN)/python -m openbrowse serve
+
+test: deps
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+check: deps
+	$(BIN)/ruff format --check openbrowse tests bench
+	$(BIN)/ruff check openbrowse tests bench
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+bench: deps
+	$(BIN)/python bench/slot_start.py
+	$(BIN)/python bench/step_overhead.py
+
+deps: system-deps venv
+
+# Debian packages: only installed when one of them is missing.
+system-deps:
+	@missing=""; \
+	for pkg in $(APT_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$pkg 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$pkg"; \
+	done; \
+	$(PYTHON) -c 'import ensurepip' 2>/dev/null || missing="$$missing python3-venv"; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing Debian packages:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml requirements.lock
+	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -c requirements.lock -e '.[dev]'
+	@touch $(STAMP)
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,149 @@
+"""Settings: every environment variable the service reads, validated once at start-up.
+
+Settings are built by :meth:`Settings.load` (called from ``__main__`` or ``create_app``), never at import
+time. ``OPENBROWSE_HOME`` is read from the real environment only, because it decides which ``.env`` is read.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from openbrowse.errors import ConfigError
+
+_LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost", "ip6-localhost"}
+
+
+def _user_home() -> Path:
+    sudo_user = os.environ.get("SUDO_USER")
+    if sudo_user and os.geteuid() == 0:
+        try:
+            return Path(pwd.getpwnam(sudo_user).pw_dir)
+        except KeyError:
+            pass
+    return Path.home()
+
+
+def default_home() -> Path:
+    """The repo root for a source checkout, else ``~/.openbrowse``."""
+    explicit = os.environ.get("OPENBROWSE_HOME")
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    checkout = Path(__file__).resolve().parent.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / "openbrowse").is_dir():
+        return checkout
+    return _user_home() / ".openbrowse"
+
+
+def is_loopback(host: str) -> bool:
+    return host in _LOOPBACK_HOSTS or host.startswith("127.")
+
+
+class Settings(BaseSettings):
+    """All configuration. Field names are the documented environment variable names."""
+
+    model_config = SettingsConfigDict(
+        env_file=None,
+        env_ignore_empty=True,
+        extra="ignore",
+        case_sensitive=True,
+        frozen=True,
+    )
+
+    OPENBROWSE_HOME: Path = Field(default_factory=default_home)
+    OPENBROWSE_DATA_DIR: Path | None = None
+
+    HOST: str = "127.0.0.1"
+    PORT: int = Field(default=8420, ge=0, le=65535)
+    API_KEY: str | None = None
+    ALLOW_INSECURE_NO_AUTH: bool = False
+    DASHBOARD_USER: str = "admin"
+    DASHBOARD_PASSWORD: str | None = None
+
+    ANTHROPIC_API_KEY: str | None = None
+    OPENAI_API_KEY: str | None = None
+    ANTHROPIC_BASE_URL: str | None = None
+    OPENAI_BASE_URL: str | None = None
+    OPENAI_API_STYLE: Literal["responses", "chat"] | None = None
+    DEFAULT_MODEL: str | None = None
+
+    CAPSOLVER_API_KEY: str | None = None
+    CAPTCHA_MAX_COST_USD: float = Field(default=0.03, ge=0)
+
+    MAX_CONCURRENT_SESSIONS: int = Field(default=1, ge=1)
+    KEEP_ALIVE_IDLE_TIMEOUT: int = Field(default=600, ge=0)
+    TASK_TIMEOUT: int = Field(default=3600, ge=0)
+    CLOUD_MAX_COST_FACTOR: float = Field(default=1.0, gt=0, le=1)
+
+    CHROME_LIGHT_FLAGS: bool = False
+    CHROME_BINARY: str | None = None
+    NOVNC_WEB_DIR: Path = Path("/usr/share/novnc")
+
+    LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    @field_validator("LOG_LEVEL", mode="before")
+    @classmethod
+    def _upper_log_level(cls, value: object) -> object:
+        return value.upper() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _refuse_open_public_bind(self) -> Settings:
+        if not is_loopback(self.HOST) and not self.API_KEY and not self.ALLOW_INSECURE_NO_AUTH:
+            raise ValueError(
+                f"HOST={self.HOST} is not a loopback address, so API_KEY must be set "
+                "(or ALLOW_INSECURE_NO_AUTH=1 to serve without auth, for development only)"
+            )
+        return self
+
+    @classmethod
+    def load(cls, **overrides: object) -> Settings:
+        """Build settings from the environment and ``$OPENBROWSE_HOME/.env``; raise ConfigError if invalid."""
+        home = default_home()
+        try:
+            return cls(_env_file=home / ".env", **overrides)  # type: ignore[call-arg]
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}" for err in exc.errors()
+            )
+            raise ConfigError(f"Invalid configuration: {problems}") from exc
+
+    # Derived values -------------------------------------------------------------------------------------------
+    @property
+    def data_dir(self) -> Path:
+        return (self.OPENBROWSE_DATA_DIR or self.OPENBROWSE_HOME / "data").expanduser()
+
+    @property
+    def db_path(self) -> Path:
+        return self.data_dir / "browser_use.db"
+
+    @property
+    def profiles_dir(self) -> Path:
+        return self.data_dir / "profiles"
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.data_dir / "sessions"
+
+    @property
+    def run_dir(self) -> Path:
+        """Per-instance runtime files: the child-process ledger and slot user-data dirs."""
+        return self.data_dir / "run"
+
+    @property
+    def auth_enabled(self) -> bool:
+        return bool(self.API_KEY) and not self.ALLOW_INSECURE_NO_AUTH
+
+    @property
+    def dashboard_password(self) -> str | None:
+        return self.DASHBOARD_PASSWORD or self.API_KEY
+
+    @property
+    def openai_api_style(self) -> Literal["responses", "chat"]:
+        if self.OPENAI_API_STYLE:
+            return self.OPENAI_API_STYLE
+        return "chat" if self.OPENAI_BASE_URL else "responses"

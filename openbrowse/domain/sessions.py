@@ -1,0 +1,88 @@
+"""Session vocabulary: statuses, stop strategies and the stored session record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from decimal import Decimal
+from enum import StrEnum
+from typing import Any
+
+from openbrowse.domain.failures import FailureKind
+from openbrowse.domain.ids import SessionId
+
+
+class SessionStatus(StrEnum):
+    CREATED = "created"
+    RUNNING = "running"
+    IDLE = "idle"
+    STOPPED = "stopped"
+    TIMED_OUT = "timed_out"
+    ERROR = "error"
+    EXPIRED = "expired"
+
+
+TERMINAL_STATUSES = frozenset(
+    {SessionStatus.STOPPED, SessionStatus.TIMED_OUT, SessionStatus.ERROR, SessionStatus.EXPIRED}
+)
+"""Statuses a run never leaves on its own. Keep-alive sessions still take follow-ups in all but ``expired``."""
+
+RESTING_STATUSES = frozenset(TERMINAL_STATUSES | {SessionStatus.IDLE})
+"""Statuses in which nothing is running or queued: clients stop polling here."""
+
+
+class StopStrategy(StrEnum):
+    SESSION = "session"
+    TASK = "task"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """One row of the ``sessions`` table.
+
+    ``model`` is the name echoed on the wire; ``llm_model`` the canonical catalog id the run uses.
+    ``pending_task`` is set while a dispatched task waits for a slot (the *queued* sub-state of ``created``);
+    ``queue_seq`` orders those waits so a restart re-queues them in submission order.
+    """
+
+    id: SessionId
+    status: SessionStatus
+    model: str
+    llm_model: str
+    reasoning_effort: str
+    created_at: datetime
+    updated_at: datetime
+    title: str | None = None
+    task: str | None = None
+    pending_task: str | None = None
+    queue_seq: int | None = None
+    keep_alive: bool = False
+    output: Any = None
+    output_schema: dict[str, Any] | None = None
+    sensitive_data: dict[str, str] | None = None
+    system_prompt_extension: str | None = None
+    profile_id: str | None = None
+    step_count: int = 0
+    last_step_summary: str | None = None
+    is_task_successful: bool | None = None
+    live_url: str | None = None
+    browser_live: bool = False
+    max_cost_usd: Decimal | None = None
+    allowance_usd: Decimal | None = None
+    total_input_tokens: int = 0
+    total_output_tokens: int = 0
+    llm_cost_usd: Decimal = field(default_factory=Decimal)
+    captcha_cost_usd: Decimal = field(default_factory=Decimal)
+    failure_kind: FailureKind | None = None
+    failure_status_code: int | None = None
+
+    @property
+    def total_cost_usd(self) -> Decimal:
+        return self.llm_cost_usd + self.captcha_cost_usd
+
+    @property
+    def is_queued(self) -> bool:
+        return self.status is SessionStatus.CREATED and self.pending_task is not None
+
+    def evolve(self, **changes: Any) -> SessionRecord:
+        return replace(self, **changes)

@@ -1,0 +1,120 @@
+"""The OpenBrowse exception tree. Domain code raises these; only ``api/errors.py`` maps them to HTTP.
+
+    OpenBrowseError
+    ├── ConfigError                 invalid settings at start-up
+    ├── NotFound                    an id that does not exist
+    │   ├── SessionNotFound
+    │   ├── ProfileNotFound
+    │   └── BrowserNotFound
+    ├── InvalidRequest              a well-formed request the service refuses (wrong state, bad model, bad effort)
+    │   └── InvalidTransition       a status change the transition table does not allow
+    ├── ProcessError                a supervised child process misbehaved
+    │   ├── ProcessStartError       it could not be spawned or never became ready (stderr tail attached)
+    │   └── ProcessDied             it exited while it was supposed to be running
+    └── BrowserUnavailable          no usable Chromium binary, or the browser could not be launched
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BrowserNotFound",
+    "BrowserUnavailable",
+    "ConfigError",
+    "InvalidRequest",
+    "InvalidTransition",
+    "NotFound",
+    "OpenBrowseError",
+    "ProcessDied",
+    "ProcessError",
+    "ProcessStartError",
+    "ProfileNotFound",
+    "SessionNotFound",
+]
+
+
+class OpenBrowseError(Exception):
+    """Base class. ``message`` is one user-facing sentence; ``code`` is a stable machine name."""
+
+    code = "openbrowse_error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ConfigError(OpenBrowseError):
+    """Settings could not be validated; the server refuses to start."""
+
+    code = "config_error"
+
+
+class NotFound(OpenBrowseError):
+    """An id in the request does not exist."""
+
+    code = "not_found"
+
+
+class SessionNotFound(NotFound):
+    code = "session_not_found"
+
+    def __init__(self, message: str = "Session not found") -> None:
+        super().__init__(message)
+
+
+class ProfileNotFound(NotFound):
+    code = "profile_not_found"
+
+    def __init__(self, message: str = "Profile not found") -> None:
+        super().__init__(message)
+
+
+class BrowserNotFound(NotFound):
+    code = "browser_not_found"
+
+    def __init__(self, message: str = "Browser not found") -> None:
+        super().__init__(message)
+
+
+class InvalidRequest(OpenBrowseError):
+    """The request is well-formed but the service refuses it (HTTP 422)."""
+
+    code = "invalid_request"
+
+
+class InvalidTransition(InvalidRequest):
+    """A status change the session state machine does not allow."""
+
+    code = "invalid_transition"
+
+
+class ProcessError(OpenBrowseError):
+    """A supervised child process misbehaved."""
+
+    code = "process_error"
+
+
+class ProcessStartError(ProcessError):
+    """A child could not be spawned or never became ready. ``stderr_tail`` holds its last output."""
+
+    code = "process_start_error"
+
+    def __init__(self, message: str, stderr_tail: str = "") -> None:
+        super().__init__(message)
+        self.stderr_tail = stderr_tail
+
+
+class ProcessDied(ProcessError):
+    """A child exited while it was supposed to be running."""
+
+    code = "process_died"
+
+    def __init__(self, name: str, returncode: int | None) -> None:
+        super().__init__(f"{name} exited unexpectedly (exit code {returncode})")
+        self.name = name
+        self.returncode = returncode
+
+
+class BrowserUnavailable(OpenBrowseError):
+    """No usable Chromium binary was found, or the browser could not be launched."""
+
+    code = "browser_unavailable"
