@@ -80,6 +80,14 @@ class Settings(BaseSettings):
     TASK_TIMEOUT: int = Field(default=3600, ge=0)
     CLOUD_MAX_COST_FACTOR: float = Field(default=1.0, gt=0, le=1)
 
+    PROVIDER_TIMEOUT: float | None = Field(default=None, gt=0)
+    """Overrides the provider client timeouts (Anthropic 180 s; OpenAI 90 s, 240 s at high+), e.g. for slow
+    local models."""
+
+    SLOT_BASE_INDEX: int = Field(default=0, ge=0, le=160)
+    """First slot index. Raise it to run a second instance on a host where another one already uses display
+    :10 and ports 5910/6080/9222."""
+
     CHROME_LIGHT_FLAGS: bool = False
     CHROME_BINARY: str | None = None
     NOVNC_WEB_DIR: Path = Path("/usr/share/novnc")
@@ -105,7 +113,7 @@ class Settings(BaseSettings):
         """Build settings from the environment and ``$OPENBROWSE_HOME/.env``; raise ConfigError if invalid."""
         home = default_home()
         try:
-            return cls(_env_file=home / ".env", **overrides)  # type: ignore[call-arg]
+            return cls(_env_file=home / ".env", **overrides)  # type: ignore[arg-type]
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in err['loc']) or 'settings'}: {err['msg']}" for err in exc.errors()

@@ -1,17 +1,18 @@
 """The OpenBrowse exception tree. Domain code raises these; only ``api/errors.py`` maps them to HTTP.
 
-    OpenBrowseError
-    ├── ConfigError                 invalid settings at start-up
-    ├── NotFound                    an id that does not exist
-    │   ├── SessionNotFound
-    │   ├── ProfileNotFound
-    │   └── BrowserNotFound
-    ├── InvalidRequest              a well-formed request the service refuses (wrong state, bad model, bad effort)
-    │   └── InvalidTransition       a status change the transition table does not allow
-    ├── ProcessError                a supervised child process misbehaved
-    │   ├── ProcessStartError       it could not be spawned or never became ready (stderr tail attached)
-    │   └── ProcessDied             it exited while it was supposed to be running
-    └── BrowserUnavailable          no usable Chromium binary, or the browser could not be launched
+OpenBrowseError
+├── ConfigError                 invalid settings at start-up
+├── NotFound                    an id that does not exist
+│   ├── SessionNotFound
+│   ├── ProfileNotFound
+│   └── BrowserNotFound
+├── MalformedRequest            a request body that cannot be interpreted at all
+├── InvalidRequest              a well-formed request the service refuses (wrong state, bad model, bad effort)
+│   └── InvalidTransition       a status change the transition table does not allow
+├── ProcessError                a supervised child process misbehaved
+│   ├── ProcessStartError       it could not be spawned or never became ready (stderr tail attached)
+│   └── ProcessDied             it exited while it was supposed to be running
+└── BrowserUnavailable          no usable Chromium binary, or the browser could not be launched
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ __all__ = [
     "ConfigError",
     "InvalidRequest",
     "InvalidTransition",
+    "MalformedRequest",
     "NotFound",
     "OpenBrowseError",
     "ProcessDied",
@@ -73,6 +75,12 @@ class BrowserNotFound(NotFound):
 
     def __init__(self, message: str = "Browser not found") -> None:
         super().__init__(message)
+
+
+class MalformedRequest(OpenBrowseError):
+    """The request body cannot be interpreted (HTTP 400)."""
+
+    code = "malformed_request"
 
 
 class InvalidRequest(OpenBrowseError):

@@ -1,0 +1,33 @@
+# OpenBrowse in a container: Debian 12 with the same packages `make run` installs.
+#   docker build -t openbrowse .
+#   docker run -p 8420:8420 -e API_KEY=change-me -e OPENAI_API_KEY=... -v openbrowse-data:/app/data openbrowse
+FROM python:3.11-slim-bookworm
+
+ENV DEBIAN_FRONTEND=noninteractive \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends \
+      chromium xvfb x11vnc websockify novnc fonts-dejavu-core fonts-liberation curl \
+ && rm -rf /var/lib/apt/lists/*
+
+RUN useradd --create-home --uid 1000 openbrowse
+WORKDIR /app
+
+# Dependencies first (cached layer), then the source.
+COPY pyproject.toml requirements.lock README.md ./
+COPY openbrowse/__init__.py openbrowse/__init__.py
+RUN pip install --no-cache-dir -c requirements.lock . && pip uninstall -y openbrowse
+COPY openbrowse openbrowse
+RUN pip install --no-cache-dir --no-deps . && mkdir -p /app/data && chown -R openbrowse /app/data
+
+USER openbrowse
+ENV OPENBROWSE_HOME=/app HOST=0.0.0.0 PORT=8420
+VOLUME ["/app/data"]
+EXPOSE 8420
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+  CMD curl -fsS http://127.0.0.1:8420/health || exit 1
+# API_KEY is required: the server refuses to start on 0.0.0.0 without it.
+CMD ["python", "-m", "openbrowse", "serve"]

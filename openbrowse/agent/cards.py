@@ -1,0 +1,65 @@
+"""The three reply cards (spec §10.4): ``what_i_see``, ``plan_to_goal``, ``next_move``.
+
+They are required in the JSON schema the model sees and optional when validating, so a model that omits one
+never fails a step. The emitted property order puts ``action`` early so it is generated first.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from pydantic import BaseModel, Field, create_model
+
+CARD_FIELDS = ("what_i_see", "plan_to_goal", "next_move")
+CARD_LIMIT = 1500
+_LEADING = ("thinking", "action", *CARD_FIELDS, "evaluation_previous_goal", "memory", "next_goal")
+_DESCRIPTIONS = {
+    "what_i_see": "One sentence: what the current page shows that matters for the task.",
+    "plan_to_goal": "One sentence: the remaining path from here to the goal.",
+    "next_move": "One sentence: what this step's actions do and why.",
+}
+_cache: dict[type[BaseModel], type[BaseModel]] = {}
+
+
+def _reorder(schema: dict[str, Any]) -> dict[str, Any]:
+    properties: dict[str, Any] = schema.get("properties", {})
+    ordered = {name: properties[name] for name in _LEADING if name in properties}
+    ordered.update({name: value for name, value in properties.items() if name not in ordered})
+    schema["properties"] = ordered
+    required = [name for name in schema.get("required", []) if name not in CARD_FIELDS]
+    schema["required"] = required + [name for name in CARD_FIELDS if name not in required]
+    return schema
+
+
+def with_cards(output_format: type[BaseModel]) -> type[BaseModel]:
+    """A subclass of browser-use's dynamic AgentOutput carrying the three cards (cached per base class)."""
+    cached = _cache.get(output_format)
+    if cached is not None:
+        return cached
+
+    class _CardSchema(output_format):  # type: ignore[valid-type,misc]
+        @classmethod
+        def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            return _reorder(super().model_json_schema(*args, **kwargs))
+
+    fields: dict[str, Any] = {
+        name: (str | None, Field(default=None, description=_DESCRIPTIONS[name])) for name in CARD_FIELDS
+    }
+    model = cast(
+        "type[BaseModel]",
+        create_model(output_format.__name__, __base__=_CardSchema, __module__=output_format.__module__, **fields),
+    )
+    if len(_cache) > 256:
+        _cache.clear()
+    _cache[output_format] = model
+    return model
+
+
+def cards_of(output: object) -> dict[str, str]:
+    """The non-empty cards of a parsed reply, clipped for the feed."""
+    cards: dict[str, str] = {}
+    for name, key in zip(CARD_FIELDS, ("see", "plan", "next"), strict=True):
+        value = getattr(output, name, None)
+        if isinstance(value, str) and value.strip():
+            cards[key] = value.strip()[:CARD_LIMIT]
+    return cards

@@ -1,0 +1,105 @@
+"""The model as the agent sees it: cards in the schema, the goal reminder, and a record of every call.
+
+``AgentChatModel`` wraps the session's chat model. For agent steps (``output_format`` named ``AgentOutput``) it
+swaps in the card-carrying subclass, appends the periodic ``GOAL:`` reminder, and tells its observer what came
+back (reasoning text, duration) or what failed, so the turn can surface persistent provider faults quickly.
+Every other call (compaction, extraction, judge) passes through untouched.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, overload
+
+from browser_use.llm.base import BaseChatModel
+from browser_use.llm.messages import BaseMessage, UserMessage
+from browser_use.llm.views import ChatInvokeCompletion
+from pydantic import BaseModel
+
+from openbrowse.agent.cards import with_cards
+
+T = TypeVar("T", bound=BaseModel)
+
+GOAL_REMINDER_EVERY = 10
+
+
+@dataclass(slots=True)
+class CallRecord:
+    """The last agent call: when it ended, what the model reasoned, or how it failed."""
+
+    duration: float = 0.0
+    thinking: str | None = None
+    error: BaseException | None = None
+
+
+@dataclass(slots=True)
+class AgentCallLog:
+    """What the turn needs to know about agent calls since it last looked."""
+
+    goal: str = ""
+    step: int = 0
+    calls: list[CallRecord] = field(default_factory=list)
+    consecutive_errors: int = 0
+    last_error: BaseException | None = None
+
+    def take(self) -> list[CallRecord]:
+        calls, self.calls = self.calls, []
+        return calls
+
+    def reminder_due(self) -> bool:
+        return bool(self.goal) and self.step > 1 and (self.step - 1) % GOAL_REMINDER_EVERY == 0
+
+
+class AgentChatModel(BaseChatModel):
+    """A transparent wrapper; browser-use accepts it as ``llm``."""
+
+    _verified_api_keys = True
+
+    def __init__(self, inner: BaseChatModel, log: AgentCallLog) -> None:
+        self._inner = inner
+        self.log = log
+        self.model = inner.model
+
+    @property
+    def provider(self) -> str:
+        return self._inner.provider
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def model_name(self) -> str:
+        return self._inner.model
+
+    @overload
+    async def ainvoke(
+        self, messages: list[BaseMessage], output_format: None = None, **kwargs: Any
+    ) -> ChatInvokeCompletion[str]: ...
+
+    @overload
+    async def ainvoke(
+        self, messages: list[BaseMessage], output_format: type[T], **kwargs: Any
+    ) -> ChatInvokeCompletion[T]: ...
+
+    async def ainvoke(
+        self, messages: list[BaseMessage], output_format: type[T] | None = None, **kwargs: Any
+    ) -> ChatInvokeCompletion[T] | ChatInvokeCompletion[str]:
+        if output_format is None or output_format.__name__ != "AgentOutput":
+            return await self._inner.ainvoke(messages, output_format, **kwargs)
+        if self.log.reminder_due():
+            reminder = f"GOAL: {self.log.goal} Not done until this is met."
+            messages = [*messages, UserMessage(content=reminder)]
+        started = time.monotonic()
+        try:
+            result = await self._inner.ainvoke(messages, with_cards(output_format), **kwargs)
+        except Exception as exc:
+            self.log.consecutive_errors += 1
+            self.log.last_error = exc
+            self.log.calls.append(CallRecord(duration=time.monotonic() - started, error=exc))
+            raise
+        self.log.consecutive_errors = 0
+        self.log.last_error = None
+        self.log.calls.append(CallRecord(duration=time.monotonic() - started, thinking=result.thinking))
+        return result  # type: ignore[return-value]

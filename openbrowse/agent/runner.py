@@ -1,0 +1,350 @@
+"""AgentRunner: browser-use's Agent driven turn by turn, with our feed, goal, cost cap and fault handling.
+
+It receives everything by parameter (a connected BrowserSession, the chat models, a feed sink and a small
+callback object for persistence) and returns a TurnOutcome per turn; it never touches SQL or subprocesses.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Protocol
+
+from browser_use import Agent, BrowserSession, Tools
+from browser_use.llm.base import BaseChatModel
+
+from openbrowse.agent.budget import TurnSpend, over_budget
+from openbrowse.agent.chat import AgentCallLog, AgentChatModel
+from openbrowse.agent.outcome import (
+    clip_output,
+    completed,
+    count_recovered,
+    not_completed,
+    parse_structured,
+    schema_errors,
+)
+from openbrowse.agent.preflight import collapse
+from openbrowse.agent.prompts import MAX_ACTIONS_PER_STEP, output_format_block, system_prompt
+from openbrowse.agent.steps import failed_step_entry, step_entry
+from openbrowse.agent.timeouts import TIMEOUTS
+from openbrowse.agent.tools.clipboard import Clipboard, register_clipboard
+from openbrowse.domain.failures import Failure, FailureKind
+from openbrowse.domain.feed import EventCategory, FeedEntry, FeedSink, MessageType
+from openbrowse.domain.ids import SessionId
+from openbrowse.domain.money import format_usd
+from openbrowse.domain.runs import NOTHING_KEPT, Salvage, TurnEnding, TurnOutcome
+from openbrowse.llm.failures import classify, is_provider_failure
+
+logger = logging.getLogger(__name__)
+
+STEPS_PER_TURN = 500
+PERSISTENT_PROVIDER_FAILURES = 2
+UNUSABLE_REPLIES = 3
+NON_RETRYABLE_STATUSES = frozenset({400, 401, 403, 404, 422})
+CONTINUATION_NOTE = (
+    "FOLLOW-UP: the browser is exactly as you left it. Look at where you already are before navigating, and "
+    "resolve pronouns (it, that, them) from the conversation so far.\n\n"
+)
+
+
+class RunCallbacks(Protocol):
+    """Persistence the runner needs, provided by the session layer."""
+
+    async def step_finished(self, summary: str) -> None:
+        """One agent step ended: persist the step count, token and cost totals."""
+
+    def total_cost(self) -> Decimal:
+        """The session's spend so far (LLM + CAPTCHA), including this turn."""
+
+    async def ceiling(self) -> Decimal | None:
+        """The current cost ceiling, read fresh so a raised cap binds at once."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpec:
+    session_id: SessionId
+    files_dir: Path
+    output_schema: dict[str, Any] | None = None
+    sensitive_data: dict[str, str] | None = None
+    system_prompt_extension: str | None = None
+    captcha_solver: bool = False
+
+
+class BudgetExceeded(Exception):
+    """The cost cap fired at the end of a step."""
+
+    def __init__(self, total: Decimal, ceiling: Decimal) -> None:
+        super().__init__(f"Cost ${format_usd(total)} exceeded budget ${format_usd(ceiling)}")
+        self.total = total
+        self.ceiling = ceiling
+
+
+class ProviderGaveUp(Exception):
+    """The model provider kept failing; the original error is the ``__cause__``."""
+
+
+@contextlib.contextmanager
+def temp_dir_inside(folder: Path) -> Iterator[None]:
+    """browser-use creates scratch dirs under the temp dir while constructing objects; keep them in ``folder``."""
+    previous = tempfile.tempdir
+    tempfile.tempdir = str(folder)
+    try:
+        yield
+    finally:
+        tempfile.tempdir = previous
+
+
+class AgentRunner:
+    def __init__(
+        self,
+        spec: RunSpec,
+        browser_session: BrowserSession,
+        llm: BaseChatModel,
+        sink: FeedSink,
+        callbacks: RunCallbacks,
+    ) -> None:
+        self._spec = spec
+        self._browser = browser_session
+        self._log = AgentCallLog()
+        self._llm = AgentChatModel(llm, self._log)
+        self._sink = sink
+        self._callbacks = callbacks
+        self._clipboard = Clipboard()
+        self._agent: Agent[Any, Any] | None = None
+        self._spend = TurnSpend(carried=Decimal(0))
+        self._turn_start = 0
+        self._turn_errors: list[str | None] = []
+
+    @property
+    def clipboard(self) -> Clipboard:
+        return self._clipboard
+
+    async def _event(self, category: EventCategory, action: str, summary: str, **data: Any) -> None:
+        await self._sink.append(self._spec.session_id, FeedEntry.event(category, action, summary, **data))
+
+    # -- a turn ------------------------------------------------------------------------------------------------
+    async def run_turn(self, task: str, *, goal: str, preamble: str | None = None) -> TurnOutcome:
+        """Run one dispatch to its end. Raises only for fatal errors; cancellation propagates."""
+        self._log.goal = goal
+        self._clipboard.seed("goal", goal)
+        await self._event(EventCategory.GOAL, "goal", goal)
+        text = self._task_text(task, goal, preamble)
+        self._spend = TurnSpend(carried=self._callbacks.total_cost())
+        self._turn_errors = []
+        agent = self._agent
+        if agent is None:
+            agent = self._agent = self._build_agent(text)
+        else:
+            agent.add_new_task(CONTINUATION_NOTE + text)
+        self._turn_start = len(agent.history.history)
+        max_steps = agent.state.n_steps - 1 + STEPS_PER_TURN
+        try:
+            await agent.run(max_steps=max_steps, on_step_start=self._on_step_start, on_step_end=self._on_step_end)
+        except BudgetExceeded as stop:
+            return await self._budget_outcome(stop)
+        except ProviderGaveUp as gave_up:
+            return await self._fatal(gave_up.__cause__ or gave_up)
+        except Exception as exc:
+            return await self._fatal(exc)
+        return await self._finished_outcome(agent, max_steps)
+
+    def _task_text(self, task: str, goal: str, preamble: str | None) -> str:
+        text = f"{preamble}\n\n{task}" if preamble else task
+        text = f"{text}\n\nGOAL: {goal}"
+        if self._spec.output_schema is not None:
+            text += output_format_block(json.dumps(self._spec.output_schema, indent=1))
+        return text
+
+    def _build_agent(self, text: str) -> Agent[Any, Any]:
+        tools: Tools[Any] = Tools()
+        register_clipboard(tools, self._clipboard)
+        start_url = self._clipboard.get("startUrl")
+        prompt = system_prompt(
+            extension=self._spec.system_prompt_extension,
+            action_names=list(tools.registry.registry.actions),
+            solver=self._spec.captcha_solver,
+            start_url=start_url,
+        )
+        with temp_dir_inside(self._spec.files_dir):
+            return Agent(
+                task=text,
+                llm=self._llm,
+                browser_session=self._browser,
+                tools=tools,
+                sensitive_data=self._spec.sensitive_data,  # type: ignore[arg-type]
+                override_system_message=prompt,
+                max_actions_per_step=MAX_ACTIONS_PER_STEP,
+                use_judge=False,
+                calculate_cost=False,
+                directly_open_url=True,
+                enable_signal_handler=False,
+                file_system_path=str(self._spec.files_dir / "agent"),
+                llm_timeout=int(TIMEOUTS.llm_call),
+                step_timeout=int(TIMEOUTS.step),
+                display_files_in_done_text=False,
+            )
+
+    # -- hooks -------------------------------------------------------------------------------------------------
+    async def _on_step_start(self, agent: Agent[Any, Any]) -> None:
+        self._log.step = agent.state.n_steps
+        if self._log.reminder_due():
+            completed_steps = agent.state.n_steps - 1
+            await self._event(
+                EventCategory.GOAL, "goal", f"Goal reminder (step {completed_steps})", goal=self._log.goal
+            )
+
+    async def _on_step_end(self, agent: Agent[Any, Any]) -> None:
+        summary = await self._record_step(agent)
+        await self._callbacks.step_finished(summary)
+        total = self._callbacks.total_cost()
+        self._spend.record_step(total)
+        ceiling = await self._callbacks.ceiling()
+        if over_budget(total, ceiling, self._spend):
+            assert ceiling is not None
+            raise BudgetExceeded(total, ceiling)
+        self._raise_if_provider_gave_up()
+
+    async def _record_step(self, agent: Agent[Any, Any]) -> str:
+        calls = self._log.take()
+        for call in calls:
+            if call.thinking:
+                await self._event(
+                    EventCategory.REASONING,
+                    "model_reasoning",
+                    f"Reasoned for {call.duration:.1f}s",
+                    reasoning=call.thinking[:6000],
+                    durationSeconds=round(call.duration, 1),
+                )
+        history = agent.history.history
+        item = history[-1] if len(history) > self._turn_start else None
+        step = agent.state.n_steps - 1
+        if item is None or item.metadata is None or item.metadata.step_number != step:
+            error = next((str(call.error) for call in calls if call.error), "The step produced no result")
+            entry = failed_step_entry(step, sum(call.duration for call in calls), error)
+            self._turn_errors.append(error)
+        elif item.model_output is None:
+            error = next((r.error for r in item.result if r.error), None) or "The model returned no usable reply"
+            entry = failed_step_entry(step, item.metadata.duration_seconds, error)
+            self._turn_errors.append(error)
+        else:
+            entry = step_entry(
+                step=step, duration=item.metadata.duration_seconds, model_output=item.model_output, results=item.result
+            )
+            self._turn_errors.append(next((r.error for r in item.result if r.error), None))
+            await self._remember_events(item.model_output, len(item.result))
+        await self._sink.append(self._spec.session_id, entry)
+        return entry.summary
+
+    async def _remember_events(self, model_output: Any, executed: int) -> None:
+        for action in (model_output.action or [])[:executed]:
+            params = action.model_dump(exclude_unset=True).get("remember")
+            if isinstance(params, dict):
+                await self._event(
+                    EventCategory.MEMORY,
+                    "remember",
+                    f"{params.get('key')} = {params.get('value')}",
+                    key=params.get("key"),
+                )
+
+    def _raise_if_provider_gave_up(self) -> None:
+        """End the turn early on a persistent provider fault or replies that stay unusable.
+
+        browser-use would otherwise retry failing steps until it runs out, and end "out of steps" with the
+        cause lost; the SDK has already retried each call, so two failed steps in a row count as persistent.
+        """
+        last = self._log.last_error
+        if last is None:
+            return
+        failure = classify(last)
+        streak = self._log.consecutive_errors
+        if is_provider_failure(last):
+            if streak >= PERSISTENT_PROVIDER_FAILURES or failure.status_code in NON_RETRYABLE_STATUSES:
+                raise ProviderGaveUp(f"The model provider kept failing: {last}") from last
+        elif failure.kind is FailureKind.INVALID_OUTPUT and streak >= UNUSABLE_REPLIES:
+            raise ProviderGaveUp(f"The model's replies stayed unusable: {last}") from last
+
+    # -- endings -----------------------------------------------------------------------------------------------
+    async def _finished_outcome(self, agent: Agent[Any, Any], max_steps: int) -> TurnOutcome:
+        items = agent.history.history[self._turn_start :]
+        done = next((r for item in reversed(items) for r in item.result if r.is_done), None)
+        if done is not None:
+            text = done.extracted_content or ""
+            schema = self._spec.output_schema
+            structured = parse_structured(text, schema) if schema is not None else None
+            errors = self._turn_errors[:-1] if self._turn_errors else []
+            outcome = completed(
+                text=text,
+                agent_success=done.success,
+                schema=schema,
+                structured=structured,
+                recovered=count_recovered(errors),
+            )
+        else:
+            out_of_steps = agent.state.n_steps > max_steps
+            unusable = self._log.last_error is not None and classify(self._log.last_error).kind is (
+                FailureKind.INVALID_OUTPUT
+            )
+            outcome = not_completed(out_of_steps=out_of_steps, unusable_replies=unusable)
+        await self._completion(outcome.summary, outcome.output)
+        return outcome
+
+    async def _completion(self, summary: str, output: Any) -> None:
+        await self._sink.append(
+            self._spec.session_id,
+            FeedEntry(MessageType.COMPLETION, summary, {"output": clip_output(output)}),
+        )
+
+    async def _budget_outcome(self, stop: BudgetExceeded) -> TurnOutcome:
+        salvage = await self.salvage()
+        summary = f"Stopped: {stop}. {salvage.kept}"
+        await self._completion(summary, salvage.output)
+        return TurnOutcome(
+            ending=TurnEnding.BUDGET,
+            summary=summary,
+            output=salvage.output,
+            is_task_successful=salvage.is_task_successful,
+            failure=Failure(FailureKind.BUDGET_EXCEEDED),
+            release_browser=True,
+        )
+
+    async def _fatal(self, exc: BaseException) -> TurnOutcome:
+        failure = classify(exc)
+        message = collapse(str(exc)) or type(exc).__name__
+        logger.warning("Turn of session %s failed: %s", self._spec.session_id, message)
+        await self._sink.append(
+            self._spec.session_id,
+            FeedEntry(
+                MessageType.BROWSER_ACTION_ERROR,
+                f"Fatal error: {message[:200]}",
+                {"errorFull": message[:6000], "traceback": f"{type(exc).__name__}: {message}"[:6000]},
+            ),
+        )
+        return TurnOutcome(
+            ending=TurnEnding.ERROR,
+            summary=f"Fatal error: {message[:300]}",
+            is_task_successful=False,
+            failure=failure,
+            release_browser=True,
+        )
+
+    async def salvage(self) -> Salvage:
+        """What an interrupted turn keeps (spec §13.8): the agent's ``result.json`` when it wrote one."""
+        result_file = self._spec.files_dir / "agent" / "browseruse_agent_data" / "result.json"
+        if not result_file.is_file():
+            return NOTHING_KEPT
+        try:
+            output = json.loads(result_file.read_text("utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return NOTHING_KEPT
+        schema = self._spec.output_schema
+        valid = schema is not None and output not in (None, "", [], {}) and not schema_errors(output, schema)
+        kept = (
+            "The output store was schema-valid, so it stands as the answer." if valid else "A partial output is kept."
+        )
+        return Salvage(output=output, is_task_successful=bool(valid), kept=kept)

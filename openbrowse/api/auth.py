@@ -1,0 +1,155 @@
+"""API-key authentication with a per-IP failed-attempt throttle (spec §2.1)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from starlette.requests import HTTPConnection
+
+from openbrowse.config import Settings
+
+FREE_FAILURES = 5
+FIRST_LOCKOUT_SECONDS = 1.0
+MAX_LOCKOUT_SECONDS = 900.0
+API_KEY_HEADER = "x-browser-use-api-key"
+
+
+class AuthFailed(Exception):
+    """Missing or wrong credentials (401)."""
+
+
+class AuthThrottled(Exception):
+    """Too many failures from this client (429 with Retry-After)."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__("Too many failed authentication attempts. Try again later.")
+        self.retry_after = retry_after
+
+
+@dataclass(slots=True)
+class _Failures:
+    count: int = 0
+    locked_until: float = 0.0
+
+
+class FailureThrottle:
+    """5 free failures per IP; then each failure locks the IP out for 1 s, doubling up to 900 s."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._records: dict[str, _Failures] = {}
+
+    def check(self, client: str) -> None:
+        record = self._records.get(client)
+        if record is None:
+            return
+        remaining = record.locked_until - self._clock()
+        if remaining > 0:
+            raise AuthThrottled(max(1, math.ceil(remaining)))
+
+    def failed(self, client: str) -> None:
+        record = self._records.setdefault(client, _Failures())
+        record.count += 1
+        extra = record.count - FREE_FAILURES
+        if extra > 0:
+            lockout = min(FIRST_LOCKOUT_SECONDS * 2 ** (extra - 1), MAX_LOCKOUT_SECONDS)
+            record.locked_until = self._clock() + lockout
+
+    def succeeded(self, client: str) -> None:
+        self._records.pop(client, None)
+
+
+def client_ip(conn: HTTPConnection) -> str:
+    forwarded = conn.headers.get("x-forwarded-for")
+    if forwarded:
+        return forwarded.split(",")[0].strip()
+    return conn.client.host if conn.client else "unknown"
+
+
+def presented_key(conn: HTTPConnection) -> str | None:
+    """The API key from ``X-Browser-Use-API-Key`` (wins) or ``Authorization: Bearer``."""
+    header = conn.headers.get(API_KEY_HEADER)
+    if header:
+        return header.strip()
+    authorization = conn.headers.get("authorization", "")
+    scheme, _, value = authorization.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    return None
+
+
+def _basic_credentials(conn: HTTPConnection) -> tuple[str, str] | None:
+    authorization = conn.headers.get("authorization", "")
+    scheme, _, value = authorization.partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        user, _, password = base64.b64decode(value.strip()).decode("utf-8").partition(":")
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return user, password
+
+
+def constant_time_equal(a: str, b: str) -> bool:
+    return hmac.compare_digest(a.encode("utf-8"), b.encode("utf-8"))
+
+
+def view_token(api_key: str, resource_id: str) -> str:
+    """Per-session (or per-browser) token: hex HMAC-SHA256 of the id keyed with API_KEY, first 32 chars."""
+    return hmac.new(api_key.encode("utf-8"), resource_id.encode("utf-8"), hashlib.sha256).hexdigest()[:32]
+
+
+class Authenticator:
+    """Decides whether a request may pass. One instance per app; the throttle state lives here (in memory)."""
+
+    def __init__(self, settings: Settings, throttle: FailureThrottle | None = None) -> None:
+        self._settings = settings
+        self.throttle = throttle or FailureThrottle()
+
+    @property
+    def enabled(self) -> bool:
+        return self._settings.auth_enabled
+
+    def _key_ok(self, conn: HTTPConnection) -> bool:
+        key = presented_key(conn)
+        expected = self._settings.API_KEY or ""
+        return key is not None and constant_time_equal(key, expected)
+
+    def _basic_ok(self, conn: HTTPConnection) -> bool:
+        credentials = _basic_credentials(conn)
+        password = self._settings.dashboard_password
+        if credentials is None or not password:
+            return False
+        user_ok = constant_time_equal(credentials[0], self._settings.DASHBOARD_USER)
+        return constant_time_equal(credentials[1], password) and user_ok
+
+    def _token_ok(self, conn: HTTPConnection, resource_id: str | None) -> bool:
+        token = conn.query_params.get("token")
+        if not token or resource_id is None:
+            return False
+        return constant_time_equal(token, view_token(self._settings.API_KEY or "", resource_id))
+
+    def require_api_key(self, conn: HTTPConnection) -> None:
+        """For ``/v3/*`` and ``/health/details``."""
+        self._require(conn, lambda: self._key_ok(conn))
+
+    def require_viewer(self, conn: HTTPConnection, resource_id: str | None) -> None:
+        """For live-view routes: the API key, HTTP Basic, or the resource's view token."""
+        self._require(conn, lambda: self._key_ok(conn) or self._basic_ok(conn) or self._token_ok(conn, resource_id))
+
+    def _require(self, conn: HTTPConnection, check: Callable[[], bool]) -> None:
+        if not self.enabled:
+            return
+        client = client_ip(conn)
+        self.throttle.check(client)
+        if check():
+            self.throttle.succeeded(client)
+            return
+        self.throttle.failed(client)
+        raise AuthFailed("Invalid API key")

@@ -1,0 +1,38 @@
+"""Reading JSON bodies by hand so a missing, null or malformed body gets the answer the spec asks for."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, ValidationError
+
+from openbrowse.errors import MalformedRequest
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+async def read_json(request: Request) -> Any:
+    """The parsed body; ``None`` when the body is empty. Malformed JSON is a 400 with one sentence."""
+    raw = await request.body()
+    if not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "it is not UTF-8"
+        raise MalformedRequest(f"The request body is not valid JSON ({reason}).") from exc
+
+
+async def parse_body(request: Request, model: type[ModelT]) -> ModelT:
+    """Validate the body against ``model``; a missing or ``null`` body counts as ``{}``."""
+    data = await read_json(request)
+    if data is None:
+        data = {}
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        errors = [{**error, "loc": ("body", *error["loc"])} for error in exc.errors()]
+        raise RequestValidationError(errors) from exc

@@ -1,0 +1,112 @@
+"""The live-view HTML pages: the noVNC viewer (spec §4.10), and the page shown when there is nothing to watch.
+
+The viewer is one small page, no build step: an inline ES module imports noVNC's ``RFB`` client from
+``client_url`` (relative to the page, so it works behind any prefix) and connects it, view-only, scaled to fit
+and without the dot cursor, to ``ws(s)://<host>/<path>`` where ``path`` comes from the page's own query (as in
+``liveUrl``). Overlays say "Connecting…" until the first frame and "Stream ended" when the socket closes.
+``document.body.dataset.state`` mirrors that (``connecting``/``connected``/``ended``) for tests and embedders.
+``?control=1`` lets the page send input; the server only honours it after ``POST /vnc/{id}/control``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+__all__ = ["no_live_browser_page", "viewer_page"]
+
+_STYLE = """
+html, body { margin: 0; height: 100%; background: #1e1e1e; overflow: hidden; }
+body { font: 16px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: #e8e8e8; }
+#screen { position: absolute; inset: 0; }
+#overlay { position: absolute; inset: 0; display: flex; align-items: center; justify-content: center;
+           background: rgba(30, 30, 30, 0.85); pointer-events: none; text-align: center; padding: 1em; }
+#overlay[hidden] { display: none; }
+main { max-width: 36em; margin: 0 auto; padding: 15vh 1.5em 0; }
+h1 { font-size: 1.3em; font-weight: 600; margin: 0 0 0.6em; }
+p { margin: 0 0 0.8em; color: #bdbdbd; }
+code { color: #e8e8e8; }
+"""
+
+_VIEWER_SCRIPT = """
+const config = JSON.parse(document.getElementById("live-config").textContent);
+const overlay = document.getElementById("overlay");
+function show(state, text) {
+  document.body.dataset.state = state;
+  overlay.textContent = text;
+  overlay.hidden = !text;
+}
+let RFB;
+try {
+  ({ default: RFB } = await import(config.clientUrl));
+} catch (error) {
+  show("ended", "Stream ended: the viewer could not be loaded.");
+  throw error;
+}
+const params = new URLSearchParams(location.search);
+const path = (params.get("path") || config.defaultPath).replace(/^\\/+/, "");
+const url = new URL("/" + path, location.href);
+url.protocol = location.protocol === "https:" ? "wss:" : "ws:";
+if (config.token && !url.searchParams.has("token")) url.searchParams.set("token", config.token);
+const rfb = new RFB(document.getElementById("screen"), url.href, { shared: true, wsProtocols: ["binary"] });
+rfb.viewOnly = params.get("control") !== "1";
+rfb.scaleViewport = true;
+rfb.resizeSession = false;
+rfb.showDotCursor = false;
+rfb.background = "#1e1e1e";
+rfb.addEventListener("connect", () => show("connected", ""));
+rfb.addEventListener("disconnect", () => show("ended", "Stream ended"));
+rfb.addEventListener("securityfailure", () => show("ended", "Stream ended: the VNC server refused the viewer."));
+rfb.addEventListener("credentialsrequired", () => show("ended", "Stream ended: the VNC server asked for a password."));
+"""
+
+
+def _json_for_script(value: Any) -> str:
+    """JSON that is safe inside a ``<script>`` element (no ``</script>``, no HTML comment openers)."""
+    return json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _document(title: str, body: str, *, head_extra: str = "") -> str:
+    return (
+        "<!doctype html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<meta name="referrer" content="no-referrer">'
+        f"<title>{html.escape(title)}</title>{head_extra}<style>{_STYLE}</style></head>\n"
+        f"<body>{body}</body></html>\n"
+    )
+
+
+def viewer_page(*, target_id: str, client_url: str, default_path: str, token: str | None) -> str:
+    """The noVNC viewer for ``target_id``.
+
+    ``client_url`` is where ``core/rfb.js`` is fetched from, relative to the page (it carries the view token in
+    its path when auth is on); ``default_path`` is the websocket path used when the page has no ``path`` query;
+    ``token`` is appended to the websocket URL as ``?token=``.
+    """
+    config = {"clientUrl": client_url, "defaultPath": default_path, "token": token}
+    body = (
+        '<div id="screen"></div><div id="overlay" role="status">Connecting…</div>'
+        f'<script type="application/json" id="live-config">{_json_for_script(config)}</script>'
+        f'<script type="module">{_VIEWER_SCRIPT}</script>'
+    )
+    return _document(f"Live view · {target_id}", body).replace("<body>", '<body data-state="connecting">', 1)
+
+
+def no_live_browser_page(*, target_id: str, kind: str, status: str, refresh_seconds: int | None) -> str:
+    """Shown instead of the viewer when the session or browser exists but no browser of it is on a display."""
+    noun = "Session" if kind == "session" else "Browser"
+    if refresh_seconds:
+        hint = f"<p>This page checks again every {refresh_seconds} seconds and shows the browser once it is up.</p>"
+        head_extra = f'<meta http-equiv="refresh" content="{refresh_seconds}">'
+    else:
+        hint = ""
+        head_extra = ""
+    body = (
+        '<main data-state="no-browser">'
+        f"<h1>{noun} <code>{html.escape(target_id)}</code> is {html.escape(status)}.</h1>"
+        "<p>It has no live browser right now, so there is nothing to watch.</p>"
+        f"{hint}</main>"
+    )
+    return _document(f"No live browser · {target_id}", body, head_extra=head_extra)

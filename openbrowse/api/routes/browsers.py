@@ -1,0 +1,179 @@
+"""The v3 ``browsers`` resource (spec §19.1): raw browsers, and their CDP endpoint proxied through this port.
+
+``router`` holds the REST surface (API key). ``cdp_router`` holds the DevTools endpoint, authorised by the
+browser's CDP token (``Authorization: Bearer <token>`` or ``?token=``) or the API key:
+
+* ``WS  /v3/browsers/{id}/cdp`` bridges to Chromium's own ``webSocketDebuggerUrl`` (127.0.0.1 only);
+* ``GET /v3/browsers/{id}/cdp/json/version`` answers like Chromium, with ``webSocketDebuggerUrl`` pointing at
+  the proxied socket, for clients given the http form (browser-use, Puppeteer's ``browserURL``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable
+from typing import Annotated, Any, TypeVar
+
+import httpx
+from fastapi import APIRouter, Query, Request, WebSocket
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException
+from starlette.requests import HTTPConnection
+
+from openbrowse.api.auth import AuthFailed, AuthThrottled
+from openbrowse.api.body import parse_body
+from openbrowse.api.browser_schemas import (
+    BrowserListView,
+    BrowserView,
+    CreateBrowserBody,
+    UpdateBrowserBody,
+    browser_view,
+    proxied_cdp_url,
+)
+from openbrowse.api.deps import ApiKey, BrowsersDep, ConnAuthenticatorDep, ConnSettingsDep, LoopbackHttpDep
+from openbrowse.api.resource_auth import require_cdp_access
+from openbrowse.api.ws_bridge import CLOSE_POLICY, CLOSE_UNAVAILABLE, bridge, close_quietly
+from openbrowse.config import Settings
+from openbrowse.domain.browsers import BrowserRecord, BrowserStatus
+from openbrowse.errors import InvalidRequest, NotFound
+from openbrowse.sessions.browsers import BrowserService
+
+router = APIRouter(prefix="/browsers", tags=["browsers"], dependencies=[ApiKey])
+cdp_router = APIRouter(prefix="/browsers", tags=["browsers"])
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+CLIENT_CLOSED_REQUEST = 499  # nginx's code: the client went away before the answer was ready
+_CREATE_BODY_DOC = {
+    "requestBody": {"content": {"application/json": {"schema": CreateBrowserBody.model_json_schema(by_alias=True)}}}
+}
+
+
+def _view(record: BrowserRecord, conn: HTTPConnection, browsers: BrowserService, settings: Settings) -> BrowserView:
+    return browser_view(record, live_url=browsers.live_url(record), conn=conn, settings=settings)
+
+
+class _ClientGone(Exception):
+    """The HTTP client disconnected while the request was still being worked on."""
+
+
+async def _until_disconnect(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _while_connected(request: Request, work: Awaitable[T]) -> T:
+    """Await ``work``, cancelling it if the client disconnects first (then raise ``_ClientGone``)."""
+    job = asyncio.ensure_future(work)
+    gone = asyncio.ensure_future(_until_disconnect(request))
+    try:
+        await asyncio.wait({job, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+        if not job.done():
+            job.cancel()
+        await asyncio.gather(job, gone, return_exceptions=True)
+    if job.cancelled():
+        raise _ClientGone
+    return job.result()
+
+
+@router.post(
+    "", status_code=201, response_model=BrowserView, response_model_by_alias=True, openapi_extra=_CREATE_BODY_DOC
+)
+async def create_browser(request: Request, browsers: BrowsersDep, settings: ConnSettingsDep) -> Any:
+    """Start a browser on a display slot (waiting in the slot queue if needed); answers once it is up."""
+    body = await parse_body(request, CreateBrowserBody)
+    try:
+        record = await _while_connected(request, browsers.create(body.to_request()))
+    except _ClientGone:
+        logger.info("A browser request was abandoned by its client before the browser was up")
+        return Response(status_code=CLIENT_CLOSED_REQUEST)
+    return _view(record, request, browsers, settings)
+
+
+@router.get("", response_model=BrowserListView, response_model_by_alias=True)
+async def list_browsers(
+    request: Request,
+    browsers: BrowsersDep,
+    settings: ConnSettingsDep,
+    page_number: Annotated[int, Query(alias="pageNumber", ge=1)] = 1,
+    page_size: Annotated[int, Query(alias="pageSize", ge=1, le=100)] = 20,
+    filter_by: Annotated[BrowserStatus | None, Query(alias="filterBy")] = None,
+) -> BrowserListView:
+    records, total = await browsers.page(page_number, page_size, filter_by)
+    return BrowserListView(
+        items=[_view(record, request, browsers, settings) for record in records],
+        total_items=total,
+        page_number=page_number,
+        page_size=page_size,
+    )
+
+
+@router.get("/{browser_id}", response_model=BrowserView, response_model_by_alias=True)
+async def get_browser(
+    browser_id: str, request: Request, browsers: BrowsersDep, settings: ConnSettingsDep
+) -> BrowserView:
+    return _view(await browsers.get(browser_id), request, browsers, settings)
+
+
+@router.patch("/{browser_id}", response_model=BrowserView, response_model_by_alias=True)
+async def update_browser(
+    browser_id: str, request: Request, browsers: BrowsersDep, settings: ConnSettingsDep
+) -> BrowserView:
+    """``{"action": "stop"}``: stop the browser and release its slot (idempotent)."""
+    await browsers.get(browser_id)  # 404 before judging the body
+    logger.info("DBG before body")
+    await parse_body(request, UpdateBrowserBody)
+    logger.info("DBG after body")
+    return _view(await browsers.stop(browser_id), request, browsers, settings)
+
+
+@cdp_router.websocket("/{browser_id}/cdp")
+async def cdp_socket(
+    websocket: WebSocket,
+    browser_id: str,
+    browsers: BrowsersDep,
+    auth: ConnAuthenticatorDep,
+    settings: ConnSettingsDep,
+) -> None:
+    """The browser's DevTools socket. Close 1008 on bad credentials, 1011 if the browser is not active."""
+    await websocket.accept()
+    try:
+        require_cdp_access(auth, settings, websocket, browser_id)
+    except (AuthFailed, AuthThrottled) as exc:
+        await close_quietly(websocket, CLOSE_POLICY, str(exc))
+        return
+    try:
+        endpoint = await browsers.cdp_endpoint(browser_id)
+    except (NotFound, InvalidRequest) as exc:
+        await close_quietly(websocket, CLOSE_UNAVAILABLE, exc.message)
+        return
+    await bridge(websocket, endpoint.ws_url)
+
+
+@cdp_router.get("/{browser_id}/cdp/json/version")
+@cdp_router.get("/{browser_id}/cdp/json/version/", include_in_schema=False)
+async def cdp_version(
+    browser_id: str,
+    request: Request,
+    browsers: BrowsersDep,
+    auth: ConnAuthenticatorDep,
+    settings: ConnSettingsDep,
+    http: LoopbackHttpDep,
+) -> JSONResponse:
+    """Chromium's ``/json/version``, with ``webSocketDebuggerUrl`` rewritten to the proxied socket."""
+    require_cdp_access(auth, settings, request, browser_id)
+    endpoint = await browsers.cdp_endpoint(browser_id)
+    try:
+        upstream = await http.get(f"{endpoint.http_url}/json/version")
+        version = upstream.json()
+    except (httpx.HTTPError, ValueError) as exc:
+        raise HTTPException(502, "The browser's DevTools endpoint did not answer") from exc
+    if not isinstance(version, dict):
+        raise HTTPException(502, "The browser's DevTools endpoint gave an unexpected answer")
+    version["webSocketDebuggerUrl"] = proxied_cdp_url(request, settings, browser_id)
+    return JSONResponse(version, headers={"Cache-Control": "no-store"})

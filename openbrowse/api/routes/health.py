@@ -1,0 +1,43 @@
+"""``/health`` (process up, no auth) and ``/health/details`` (counts and host pressure, API key)."""
+
+from __future__ import annotations
+
+import psutil
+from fastapi import APIRouter
+
+from openbrowse import __version__
+from openbrowse.api.deps import ApiKey, ManagerDep, SettingsDep
+from openbrowse.api.schemas import HealthDetailsView, HealthView
+
+router = APIRouter(tags=["health"])
+
+_CPU_BUSY_PERCENT = 90.0
+_MEMORY_BUSY_PERCENT = 90.0
+
+
+@router.get("/health", response_model=HealthView)
+async def health() -> HealthView:
+    return HealthView()
+
+
+@router.get("/health/details", response_model=HealthDetailsView, response_model_by_alias=True, dependencies=[ApiKey])
+async def health_details(manager: ManagerDep, settings: SettingsDep) -> HealthDetailsView:
+    counts = manager.counts()
+    cpu = psutil.cpu_percent(interval=None)
+    memory = psutil.virtual_memory().percent
+    free_slots = settings.MAX_CONCURRENT_SESSIONS - counts["running"] - counts["parked"]
+    return HealthDetailsView(
+        version=__version__,
+        active_sessions=counts["running"],
+        queued_sessions=counts["queued"],
+        parked_sessions=counts["parked"],
+        max_concurrent_sessions=settings.MAX_CONCURRENT_SESSIONS,
+        running=counts["running"],
+        queued=counts["queued"],
+        parked=counts["parked"],
+        cpu=cpu,
+        memory=memory,
+        is_available=(free_slots > 0 or counts["parked"] > 0)
+        and cpu < _CPU_BUSY_PERCENT
+        and memory < _MEMORY_BUSY_PERCENT,
+    )

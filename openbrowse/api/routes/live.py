@@ -1,0 +1,158 @@
+"""Live view through port 8420 only (spec §4.10): the viewer page, noVNC assets, the VNC socket, control.
+
+Every id resolves through :class:`~openbrowse.sessions.live.LiveTargets`, so sessions and raw browsers share
+these routes. Auth is ``require_viewer`` (API key, HTTP Basic, or the id's view token as ``?token=``), except
+``POST /control``, which takes the API key or Basic only.
+
+Why assets can carry the token in their **path** (``/vnc/{id}/_t/{token}/core/rfb.js``): noVNC is a tree of ES
+modules whose imports are relative (``./util/logging.js``, ``../vendor/pako/…``). A ``?token=`` on the first
+import is not carried to those, and cookies are no way out in the case that matters (a cross-origin iframe over
+plain http: third-party cookies are blocked, and ``SameSite=None`` needs ``Secure``). A path prefix is carried
+by every relative import, with no cookies, service worker or import map, so the page loads the client from
+``./_t/{token}/core/rfb.js`` and the whole module graph stays authorised. The prefix is stripped before the
+request is proxied to the slot's websockify.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import quote
+
+import httpx
+from fastapi import APIRouter, Request, WebSocket
+from fastapi.responses import HTMLResponse, Response
+from pydantic import StrictBool
+from starlette.exceptions import HTTPException
+
+from openbrowse.api.auth import AuthFailed, AuthThrottled, view_token
+from openbrowse.api.body import parse_body
+from openbrowse.api.deps import ConnAuthenticatorDep, ConnSettingsDep, LiveTargetsDep, LoopbackHttpDep
+from openbrowse.api.live_page import no_live_browser_page, viewer_page
+from openbrowse.api.resource_auth import require_path_token
+from openbrowse.api.schemas import WireModel
+from openbrowse.api.ws_bridge import CLOSE_POLICY, CLOSE_UNAVAILABLE, bridge, close_quietly, offered_subprotocol
+from openbrowse.errors import NotFound, OpenBrowseError
+from openbrowse.sessions.live import LiveTarget
+from openbrowse.sessions.runtime import LiveSlot
+
+router = APIRouter(prefix="/vnc", tags=["live view"])
+
+logger = logging.getLogger(__name__)
+
+TOKEN_PREFIX = "_t/"
+REFRESH_SECONDS = 5
+_NO_STORE = {"Cache-Control": "no-store"}
+_PASSED_HEADERS = ("content-type", "last-modified", "etag")
+_VNC_ERRORS = (OpenBrowseError, RuntimeError, OSError)
+
+
+class ControlBody(WireModel):
+    enabled: StrictBool
+
+
+class ControlView(WireModel):
+    view_only: bool
+
+
+def _slot_of(target: LiveTarget) -> LiveSlot:
+    if target.slot is None:
+        noun = "Session" if target.kind == "session" else "Browser"
+        raise NotFound(f"{noun} has no live browser")
+    return target.slot
+
+
+async def _start_vnc(slot: LiveSlot) -> None:
+    """Start x11vnc and websockify if they are not running (lazy start); 502 if they cannot be started."""
+    try:
+        await slot.ensure_vnc()
+    except _VNC_ERRORS as exc:
+        logger.warning("Live view could not be started: %s", exc)
+        raise HTTPException(502, "The live view could not be started") from exc
+
+
+@router.get("/{target_id}/view", response_class=HTMLResponse)
+async def view(
+    target_id: str, request: Request, targets: LiveTargetsDep, auth: ConnAuthenticatorDep, settings: ConnSettingsDep
+) -> HTMLResponse:
+    """The viewer page; a page saying there is nothing to watch when no browser of the id is up."""
+    auth.require_viewer(request, target_id)
+    target = await targets.resolve(target_id)
+    if target.slot is None:
+        refresh = REFRESH_SECONDS if target.may_come_alive else None
+        page = no_live_browser_page(
+            target_id=target_id, kind=target.kind, status=target.status, refresh_seconds=refresh
+        )
+        return HTMLResponse(page, headers=_NO_STORE)
+    token = view_token(settings.API_KEY or "", target_id) if settings.auth_enabled else None
+    client_url = f"./{TOKEN_PREFIX}{token}/core/rfb.js" if token else "./core/rfb.js"
+    page = viewer_page(
+        target_id=target_id, client_url=client_url, default_path=f"vnc/{target_id}/websockify", token=token
+    )
+    return HTMLResponse(page, headers=_NO_STORE)
+
+
+@router.post("/{target_id}/control", response_model=ControlView, response_model_by_alias=True)
+async def control(target_id: str, request: Request, targets: LiveTargetsDep, auth: ConnAuthenticatorDep) -> ControlView:
+    """Let live viewers also control the browser (``enabled: true``) or only watch it (the default)."""
+    auth.require_viewer(request, None)  # no resource id: the view token does not grant control
+    body = await parse_body(request, ControlBody)
+    slot = _slot_of(await targets.resolve(target_id))
+    try:
+        await slot.set_view_only(not body.enabled)
+    except _VNC_ERRORS as exc:
+        logger.warning("Live view mode could not be switched: %s", exc)
+        raise HTTPException(502, "The live view mode could not be switched") from exc
+    return ControlView(view_only=slot.view_only)
+
+
+@router.websocket("/{target_id}/websockify")
+async def websockify(websocket: WebSocket, target_id: str, targets: LiveTargetsDep, auth: ConnAuthenticatorDep) -> None:
+    """VNC bytes, bridged to the slot's websockify. Close 1008 on bad credentials, 1011 with nothing to show."""
+    await websocket.accept(subprotocol=offered_subprotocol(websocket, "binary"))
+    try:
+        auth.require_viewer(websocket, target_id)
+    except (AuthFailed, AuthThrottled) as exc:
+        await close_quietly(websocket, CLOSE_POLICY, str(exc))
+        return
+    try:
+        slot = _slot_of(await targets.resolve(target_id))
+        await slot.ensure_vnc()
+    except NotFound as exc:
+        await close_quietly(websocket, CLOSE_UNAVAILABLE, exc.message)
+        return
+    except _VNC_ERRORS as exc:
+        logger.warning("Live view could not be started: %s", exc)
+        await close_quietly(websocket, CLOSE_UNAVAILABLE, "The live view could not be started")
+        return
+    await bridge(websocket, f"ws://127.0.0.1:{slot.novnc_port}/websockify", subprotocol="binary")
+
+
+@router.get("/{target_id}/{asset:path}")
+async def asset(
+    target_id: str,
+    asset: str,
+    request: Request,
+    targets: LiveTargetsDep,
+    auth: ConnAuthenticatorDep,
+    settings: ConnSettingsDep,
+    http: LoopbackHttpDep,
+) -> Response:
+    """A static noVNC file from the slot's websockify (``--web NOVNC_WEB_DIR``)."""
+    if asset.startswith(TOKEN_PREFIX):
+        token, _, asset = asset.removeprefix(TOKEN_PREFIX).partition("/")
+        require_path_token(auth, settings, request, target_id, token)
+    else:
+        auth.require_viewer(request, target_id)
+    parts = asset.split("/")
+    if not asset or asset.endswith("/") or any(part in {"", ".", ".."} for part in parts) or "\\" in asset:
+        raise HTTPException(404, "Not found")
+    slot = _slot_of(await targets.resolve(target_id))
+    await _start_vnc(slot)
+    try:
+        upstream = await http.get(f"http://127.0.0.1:{slot.novnc_port}/{quote(asset)}")
+    except httpx.HTTPError as exc:
+        logger.warning("Live view asset %s could not be fetched: %s", asset, exc)
+        raise HTTPException(502, "The live view could not be reached") from exc
+    headers = {name: upstream.headers[name] for name in _PASSED_HEADERS if name in upstream.headers}
+    headers["Cache-Control"] = "private, max-age=300"
+    return Response(upstream.content, status_code=upstream.status_code, headers=headers)

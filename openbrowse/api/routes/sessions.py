@@ -1,0 +1,106 @@
+"""The v3 sessions surface: create / follow-up, list, get, stop, delete, messages."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response
+
+from openbrowse.api.body import parse_body
+from openbrowse.api.deps import ApiKey, ManagerDep
+from openbrowse.api.schemas import (
+    CreateSessionBody,
+    MessageListView,
+    SessionListView,
+    SessionView,
+    StopSessionBody,
+    message_view,
+    session_view,
+)
+from openbrowse.domain.ids import SessionId
+from openbrowse.domain.sessions import StopStrategy
+from openbrowse.sessions.requests import SessionCreate
+
+router = APIRouter(prefix="/sessions", tags=["sessions"], dependencies=[ApiKey])
+
+_CREATE_BODY_DOC = {
+    "requestBody": {"content": {"application/json": {"schema": CreateSessionBody.model_json_schema(by_alias=True)}}}
+}
+_RETIRED_FIELDS = ("thinkingEffort", "modelThinkingEffort")
+
+
+def to_session_create(body: CreateSessionBody) -> SessionCreate:
+    sent = frozenset(body.model_fields_set)
+    retired = next(
+        (
+            wire
+            for wire, name in zip(_RETIRED_FIELDS, ("thinking_effort", "model_thinking_effort"), strict=True)
+            if name in sent
+        ),
+        None,
+    )
+    return SessionCreate(
+        task=body.task,
+        session_id=body.session_id,
+        model=body.model,
+        reasoning_effort=body.reasoning_effort,
+        thinking_level=body.thinking_level,
+        keep_alive=body.keep_alive,
+        max_cost_usd=body.max_cost_usd,
+        profile_id=body.profile_id,
+        output_schema=body.output_schema,
+        sensitive_data=body.sensitive_data,
+        system_prompt_extension=body.system_prompt_extension,
+        retired_field=retired,
+        sent_fields=sent,
+    )
+
+
+@router.post("", response_model=SessionView, response_model_by_alias=True, openapi_extra=_CREATE_BODY_DOC)
+async def create_session(request: Request, manager: ManagerDep) -> SessionView:
+    """Create a session (optionally dispatching a task), or send a follow-up with ``sessionId``."""
+    body = await parse_body(request, CreateSessionBody)
+    record = await manager.create(to_session_create(body))
+    return session_view(record)
+
+
+@router.get("", response_model=SessionListView, response_model_by_alias=True)
+async def list_sessions(
+    manager: ManagerDep,
+    page: Annotated[int, Query(ge=1)] = 1,
+    page_size: Annotated[int, Query(ge=1, le=100)] = 20,
+) -> SessionListView:
+    records, total = await manager.page(page, page_size)
+    return SessionListView(
+        sessions=[session_view(record) for record in records], total=total, page=page, page_size=page_size
+    )
+
+
+@router.get("/{session_id}", response_model=SessionView, response_model_by_alias=True)
+async def get_session(session_id: str, manager: ManagerDep) -> SessionView:
+    return session_view(await manager.get(session_id))
+
+
+@router.post("/{session_id}/stop", response_model=SessionView, response_model_by_alias=True)
+async def stop_session(session_id: str, request: Request, manager: ManagerDep) -> SessionView:
+    body = await parse_body(request, StopSessionBody)
+    record = await manager.stop(SessionId(session_id), StopStrategy(body.strategy))
+    return session_view(record)
+
+
+@router.delete("/{session_id}", status_code=204, response_class=Response)
+async def delete_session(session_id: str, manager: ManagerDep) -> Response:
+    await manager.delete(SessionId(session_id))
+    return Response(status_code=204)
+
+
+@router.get("/{session_id}/messages", response_model=MessageListView, response_model_by_alias=True)
+async def list_messages(
+    session_id: str,
+    manager: ManagerDep,
+    after: str | None = None,
+    before: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> MessageListView:
+    messages, has_more = await manager.messages(session_id, after=after, before=before, limit=limit)
+    return MessageListView(messages=[message_view(m) for m in messages], has_more=has_more)

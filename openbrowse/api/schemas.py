@@ -1,0 +1,176 @@
+"""Wire models: request bodies and response objects in camelCase, plus converters from domain records."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+from openbrowse.domain.clock import to_wire
+from openbrowse.domain.feed import Message
+from openbrowse.domain.money import format_usd
+from openbrowse.domain.sessions import SessionRecord
+
+
+class WireModel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+
+class CreateSessionBody(WireModel):
+    """``POST /v3/sessions``. Unknown fields are ignored; which fields were *sent* matters for follow-ups."""
+
+    task: str | None = None
+    session_id: str | None = None
+    model: str | None = None
+    reasoning_effort: str | None = None
+    thinking_level: Any = None
+    thinking_effort: Any = None
+    model_thinking_effort: Any = None
+    keep_alive: bool | None = None
+    max_cost_usd: float | None = None
+    profile_id: str | None = None
+    output_schema: dict[str, Any] | None = None
+    sensitive_data: dict[str, str] | None = None
+    system_prompt_extension: str | None = None
+
+    @field_validator("max_cost_usd")
+    @classmethod
+    def _finite_positive(cls, value: float | None) -> float | None:
+        if value is not None and (not math.isfinite(value) or value <= 0):
+            raise ValueError("maxCostUsd must be a finite number greater than 0")
+        return value
+
+    def sent(self, name: str) -> bool:
+        return name in self.model_fields_set
+
+
+class StopSessionBody(WireModel):
+    strategy: Literal["session", "task"] = "session"
+
+
+class SessionView(WireModel):
+    id: str
+    status: str
+    model: str
+    title: str | None
+    output: Any
+    output_schema: dict[str, Any] | None
+    step_count: int
+    last_step_summary: str | None
+    is_task_successful: bool | None
+    live_url: str | None
+    recording_urls: list[str] = Field(default_factory=list)
+    profile_id: str | None
+    workspace_id: None = None
+    proxy_country_code: None = None
+    max_cost_usd: str | None
+    total_input_tokens: int
+    total_output_tokens: int
+    llm_cost_usd: str
+    proxy_cost_usd: str = "0"
+    browser_cost_usd: str = "0"
+    proxy_used_mb: str = "0"
+    total_cost_usd: str
+    screenshot_url: None = None
+    reasoning_effort: str
+    thinking_level: str | None
+    failure_kind: str | None
+    failure_status_code: int | None
+    agentmail_email: None = None
+    integrations_used: list[str] = Field(default_factory=list)
+    keep_alive: bool
+    captcha_cost_usd: str
+    browser_live: bool
+    created_at: str
+    updated_at: str
+
+
+_EFFORT_TO_THINKING_LEVEL = {"none": "disabled", "low": "low", "medium": "medium", "high": "high"}
+
+
+def session_view(record: SessionRecord) -> SessionView:
+    return SessionView(
+        id=record.id,
+        status=record.status.value,
+        model=record.model,
+        title=record.title,
+        output=record.output,
+        output_schema=record.output_schema,
+        step_count=record.step_count,
+        last_step_summary=record.last_step_summary,
+        is_task_successful=record.is_task_successful,
+        live_url=record.live_url,
+        profile_id=record.profile_id,
+        max_cost_usd=format_usd(record.max_cost_usd) if record.max_cost_usd is not None else None,
+        total_input_tokens=record.total_input_tokens,
+        total_output_tokens=record.total_output_tokens,
+        llm_cost_usd=format_usd(record.llm_cost_usd),
+        total_cost_usd=format_usd(record.total_cost_usd),
+        reasoning_effort=record.reasoning_effort,
+        thinking_level=_EFFORT_TO_THINKING_LEVEL.get(record.reasoning_effort),
+        failure_kind=record.failure_kind.value if record.failure_kind else None,
+        failure_status_code=record.failure_status_code,
+        keep_alive=record.keep_alive,
+        captcha_cost_usd=format_usd(record.captcha_cost_usd),
+        browser_live=record.browser_live,
+        created_at=to_wire(record.created_at),
+        updated_at=to_wire(record.updated_at),
+    )
+
+
+class SessionListView(WireModel):
+    sessions: list[SessionView]
+    total: int
+    page: int
+    page_size: int
+
+
+class MessageView(WireModel):
+    id: str
+    session_id: str
+    role: str
+    type: str
+    summary: str
+    data: str
+    screenshot_url: None = None
+    hidden: bool
+    created_at: str
+
+
+def message_view(message: Message) -> MessageView:
+    return MessageView(
+        id=message.id,
+        session_id=message.session_id,
+        role=message.role,
+        type=message.type,
+        summary=message.summary,
+        data=message.data,
+        hidden=message.hidden,
+        created_at=to_wire(message.created_at),
+    )
+
+
+class MessageListView(WireModel):
+    messages: list[MessageView]
+    has_more: bool
+
+
+class HealthView(WireModel):
+    status: str = "ok"
+
+
+class HealthDetailsView(WireModel):
+    status: str = "ok"
+    version: str
+    active_sessions: int
+    queued_sessions: int
+    parked_sessions: int
+    max_concurrent_sessions: int
+    running: int
+    queued: int
+    parked: int
+    cpu: float
+    memory: float
+    is_available: bool

@@ -1,0 +1,108 @@
+"""Composition root: ``create_app(settings)`` wires every service and owns them through the lifespan."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+import httpx
+from fastapi import APIRouter, FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+
+from openbrowse import __version__
+from openbrowse.api.auth import Authenticator, view_token
+from openbrowse.api.errors import install_error_handlers
+from openbrowse.api.routes import browsers, health, live, sessions
+from openbrowse.config import Settings
+from openbrowse.domain.ids import SessionId
+from openbrowse.domain.sessions import SessionRecord
+from openbrowse.errors import ConfigError, InvalidRequest
+from openbrowse.llm.catalog import resolve_model
+from openbrowse.llm.keys import missing_provider_key
+from openbrowse.sessions.browsers import BrowserService
+from openbrowse.sessions.live import LiveTargets
+from openbrowse.sessions.manager import SessionManager
+from openbrowse.sessions.runtime import EngineLoader, WorkerRuntime
+from openbrowse.slots.pool import SlotPool
+from openbrowse.store.browsers import BrowserRepo
+from openbrowse.store.db import Database
+from openbrowse.store.feed import FeedRepo
+from openbrowse.store.profiles import ProfileRepo
+from openbrowse.store.sessions import SessionRepo
+
+LOOPBACK_TIMEOUT = 15.0  # noVNC assets and Chromium's /json/version, all on 127.0.0.1
+
+
+def _check_default_model(settings: Settings) -> None:
+    if settings.DEFAULT_MODEL:
+        try:
+            resolve_model(settings.DEFAULT_MODEL)
+        except InvalidRequest as exc:
+            raise ConfigError(f"DEFAULT_MODEL: {exc.message}") from exc
+
+
+def live_url_for(settings: Settings, session_id: SessionId) -> str:
+    url = f"/vnc/{session_id}/view?path=vnc/{session_id}/websockify"
+    if settings.auth_enabled:
+        url += f"&token={view_token(settings.API_KEY or '', session_id)}"
+    return url
+
+
+def never_started_problem(settings: Settings, record: SessionRecord) -> str | None:
+    resolved = resolve_model(record.llm_model)
+    missing = missing_provider_key(resolved, settings)
+    if missing is None:
+        return None
+    return f"Model '{record.llm_model}' needs {missing}, which is not configured"
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings.load()
+    _check_default_model(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with AsyncExitStack() as stack:
+            db = await stack.enter_async_context(Database(settings.db_path))
+            session_repo = SessionRepo(db)
+            feed_repo = FeedRepo(db)
+            pool = await stack.enter_async_context(SlotPool(settings, base_index=settings.SLOT_BASE_INDEX))
+            engines = await stack.enter_async_context(EngineLoader(settings, session_repo, feed_repo))
+            runtime = WorkerRuntime(
+                settings=settings,
+                sessions=session_repo,
+                feed=feed_repo,
+                pool=pool,
+                make_engine=engines.make,
+                never_started_problem=lambda record: never_started_problem(settings, record),
+                live_url=lambda session_id: live_url_for(settings, session_id),
+            )
+            manager = SessionManager(settings, session_repo, feed_repo, ProfileRepo(db), runtime)
+            app.state.manager = await stack.enter_async_context(manager)
+            app.state.pool = pool
+            raw_browsers = BrowserService(
+                BrowserRepo(db),
+                ProfileRepo(db),
+                pool,
+                live_url=lambda browser_id: live_url_for(settings, SessionId(browser_id)),
+            )
+            app.state.browsers = await stack.enter_async_context(raw_browsers)
+            app.state.live_targets = LiveTargets(manager, raw_browsers)
+            app.state.loopback_http = await stack.enter_async_context(
+                httpx.AsyncClient(timeout=LOOPBACK_TIMEOUT, trust_env=False)
+            )
+            yield
+
+    app = FastAPI(title="OpenBrowse", version=__version__, lifespan=lifespan)
+    app.state.settings = settings
+    app.state.authenticator = Authenticator(settings)
+    app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"], allow_headers=["*"])
+    install_error_handlers(app)
+    v3 = APIRouter(prefix="/v3")
+    v3.include_router(sessions.router)
+    v3.include_router(browsers.router)
+    v3.include_router(browsers.cdp_router)
+    app.include_router(health.router)
+    app.include_router(v3)
+    app.include_router(live.router)
+    return app

@@ -1,0 +1,175 @@
+"""Repairs applied to an Anthropic structured-output reply before browser-use parses it (spec §10.6).
+
+browser-use's ``ChatAnthropic`` asks for structured output as one call of a tool named after the output
+model and reads the *first* ``tool_use`` block. Claude sometimes gets the shape wrong in ways that still
+carry the whole answer; these pure functions rewrite the ``Message`` content so the answer survives:
+
+* **split tool calls** — the answer arrives as several ``tool_use`` blocks (say, the narrative in one and the
+  ``action`` list in another): the inputs are merged into one block (``action`` lists concatenated, other
+  fields first-non-empty-wins) that takes the first block's place;
+* **action leak** — the ``action`` list is missing (or is a JSON string) and was written into the ``thinking``
+  string instead, as ``<parameter name="action">[…]</parameter>`` markup, as a whole serialised call, or as
+  a trailing ``"action": […]`` fragment: the list is moved back into ``action`` and the leaked text removed
+  from ``thinking``;
+* **tool call rendered as text** — no ``tool_use`` block at all, but the text holds the call as JSON (maybe
+  fenced, maybe wrapped as ``{"name": …, "input": {…}}``) or as parameter markup: a ``tool_use`` block is
+  synthesised from it.
+
+Anything that does not fit is left untouched, so browser-use's own recovery and errors still apply.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from anthropic.types import ToolUseBlock
+
+from openbrowse.llm.parsing import decode_serialized_fields, extract_json_object, first_balanced
+
+_PARAMETER = re.compile(r'<parameter name="([^"]+)">(.*?)(?:</parameter>|</\1>)', re.DOTALL)
+_ACTION_KEY = re.compile(r'"action"\s*:\s*(?=\[)')
+_EMPTY: tuple[object, ...] = (None, "", [], {})
+
+
+def _is_tool_use(block: Any) -> bool:
+    return getattr(block, "type", None) == "tool_use"
+
+
+def _merge_inputs(inputs: list[dict[str, Any]]) -> dict[str, Any]:
+    merged: dict[str, Any] = {}
+    for data in inputs:
+        for key, value in data.items():
+            if key == "action" and isinstance(value, list) and isinstance(merged.get("action"), list):
+                merged["action"] = [*merged["action"], *value]
+            elif merged.get(key) in _EMPTY:
+                merged[key] = value
+    return merged
+
+
+def merge_tool_calls(content: list[Any]) -> list[Any]:
+    """Merge several ``tool_use`` blocks into one (at the first one's position)."""
+    tool_blocks = [block for block in content if _is_tool_use(block)]
+    if len(tool_blocks) < 2:
+        return content
+    inputs = [block.input for block in tool_blocks if isinstance(block.input, dict)]
+    merged = tool_blocks[0].model_copy(update={"input": _merge_inputs(inputs)})
+    result: list[Any] = []
+    for block in content:
+        if block is tool_blocks[0]:
+            result.append(merged)
+        elif not _is_tool_use(block):
+            result.append(block)
+    return result
+
+
+def _parameters(text: str) -> dict[str, Any]:
+    values = {name: value.strip() for name, value in _PARAMETER.findall(text)}
+    return decode_serialized_fields(values) if values else {}
+
+
+def _action_list(value: Any) -> list[Any] | None:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    if isinstance(value, dict):
+        value = [value]
+    if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+        return value
+    return None
+
+
+def _leak_from_thinking(thinking: str) -> tuple[dict[str, Any], str | None] | None:
+    """``(recovered fields, thinking text that remains)`` if ``thinking`` hides an action list."""
+    markup = _parameters(thinking)
+    if _action_list(markup.get("action")) is not None:
+        remaining = markup.get("thinking")
+        return markup, remaining if isinstance(remaining, str) else thinking.split("<", 1)[0].strip() or None
+    whole = extract_json_object(thinking)
+    if whole is not None and _action_list(whole.get("action")) is not None:
+        prefix = thinking[: thinking.find("{")].strip()
+        remaining = whole.get("thinking")
+        return whole, remaining if isinstance(remaining, str) else prefix or None
+    match = _ACTION_KEY.search(thinking)
+    if match is not None:
+        span = first_balanced(thinking[match.end() :], "[")
+        actions = _action_list(span) if span else None
+        if actions is not None:
+            remaining = thinking[: match.start()].rstrip().rstrip(",{").rstrip()
+            return {"action": actions}, remaining or None
+    return None
+
+
+def recover_leaked_action(data: dict[str, Any]) -> dict[str, Any]:
+    """Put back an ``action`` list that leaked into ``thinking`` (or arrived as a JSON string)."""
+    current = data.get("action")
+    if isinstance(current, list) and current:
+        return data
+    decoded = _action_list(current) if isinstance(current, str) else None
+    if decoded is not None:
+        return {**data, "action": decoded}
+    thinking = data.get("thinking")
+    if not isinstance(thinking, str):
+        return data
+    leak = _leak_from_thinking(thinking)
+    if leak is None:
+        return data
+    recovered, remaining = leak
+    repaired = dict(data)
+    for key, value in recovered.items():
+        if key == "thinking":
+            continue
+        if key == "action":
+            repaired["action"] = _action_list(value)
+        elif repaired.get(key) in _EMPTY:
+            repaired[key] = value
+    repaired["thinking"] = remaining
+    return repaired
+
+
+def _unwrap_call(value: dict[str, Any], tool_name: str) -> dict[str, Any]:
+    for key in ("input", "arguments", "parameters"):
+        inner = value.get(key)
+        if isinstance(inner, str):
+            try:
+                inner = json.loads(inner)
+            except ValueError:
+                continue
+        if isinstance(inner, dict) and (value.get("name") in (None, tool_name) or "type" in value):
+            return inner
+    return value
+
+
+def tool_call_from_text(content: list[Any], tool_name: str) -> list[Any]:
+    """Synthesise a ``tool_use`` block from a call the model wrote as text (no-op if a block exists)."""
+    if any(_is_tool_use(block) for block in content):
+        return content
+    text = "".join(getattr(block, "text", "") or "" for block in content if getattr(block, "type", None) == "text")
+    if not text.strip():
+        return content
+    data: dict[str, Any] | None = _parameters(text) or None
+    if data is None:
+        found = extract_json_object(text)
+        data = _unwrap_call(found, tool_name) if found is not None else None
+    if not data:
+        return content
+    block = ToolUseBlock(id="toolu_recovered_from_text", name=tool_name, input=data, type="tool_use")
+    return [*content, block]
+
+
+def repair_content(content: list[Any], tool_name: str, *, expects_action: bool) -> list[Any]:
+    """All repairs, in order: text → tool call, merge split calls, recover a leaked action list."""
+    repaired = merge_tool_calls(tool_call_from_text(content, tool_name))
+    if not expects_action:
+        return repaired
+    result: list[Any] = []
+    for block in repaired:
+        if _is_tool_use(block) and isinstance(block.input, dict):
+            fixed = recover_leaked_action(block.input)
+            if fixed is not block.input:
+                block = block.model_copy(update={"input": fixed})
+        result.append(block)
+    return result

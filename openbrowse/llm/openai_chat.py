@@ -1,0 +1,161 @@
+"""OpenAI-compatible servers over ``/chat/completions`` (``OPENAI_API_STYLE=chat``; spec §10.6, our choice).
+
+For local vLLM / Ollama / LiteLLM endpoints that lack the Responses API. Each call sends::
+
+    POST {base_url}/chat/completions
+    {"model": <id>, "messages": [{"role": "system", "content": <system prompt [+ schema block]>}, ...],
+     "max_tokens": <budget>,                 # "max_completion_tokens" for OpenAI's own gpt-* models
+     "reasoning_effort": <effort>}           # only when an effort is configured, and only while accepted
+
+No ``response_format`` and no tools (many compatible servers support neither); the schema rides in the system
+prompt and the reply is parsed tolerantly. A 400 that names ``reasoning_effort`` means the model does not take
+it: the request is retried without it, and it stays off for this model instance. Reasoning text that some
+servers return beside the answer (``reasoning_content`` / ``reasoning``) becomes ``thinking``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+import openai
+from browser_use.llm.base import BaseChatModel
+from browser_use.llm.exceptions import ModelOutputTruncatedError, ModelProviderError
+from browser_use.llm.views import ChatInvokeCompletion, ChatInvokeUsage
+from pydantic import BaseModel
+
+from openbrowse.llm.metering import attach_usage
+from openbrowse.llm.openai_common import chat_usage, error_mentions, make_client, map_sdk_error
+from openbrowse.llm.openai_messages import to_chat_messages
+from openbrowse.llm.params import (
+    OPENAI_DEFAULT_BASE_URL,
+    OPENAI_DEFAULT_OUTPUT_TOKENS,
+    OPENAI_TIMEOUT_S,
+    SDK_MAX_RETRIES,
+)
+from openbrowse.llm.parsing import UnusableOutputError, parse_structured, schema_instruction
+
+if TYPE_CHECKING:
+    from browser_use.llm.messages import BaseMessage
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=BaseModel)
+
+
+def _reasoning_text(message: Any) -> str | None:
+    for attr in ("reasoning_content", "reasoning"):
+        value = getattr(message, attr, None)
+        if value is None:
+            extra = getattr(message, "model_extra", None) or {}
+            value = extra.get(attr)
+        if isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+@dataclass
+class ChatCompletionsModel(BaseChatModel):
+    """Chat Completions client with schema-in-prompt structured output."""
+
+    model: str
+    api_key: str
+    base_url: str = OPENAI_DEFAULT_BASE_URL
+    reasoning_effort: str | None = None
+    max_output_tokens: int = OPENAI_DEFAULT_OUTPUT_TOKENS
+    timeout_s: float = OPENAI_TIMEOUT_S
+    max_retries: int = SDK_MAX_RETRIES
+    use_max_completion_tokens: bool = False
+    """OpenAI's own reasoning models refuse ``max_tokens``; most compatible servers only know ``max_tokens``."""
+    send_reasoning_effort: bool = True
+    """Switched off for good once the server rejects ``reasoning_effort``."""
+    provider_name: str = "openai"
+
+    _verified_api_keys = True
+
+    @property
+    def provider(self) -> str:
+        return self.provider_name
+
+    @property
+    def name(self) -> str:
+        return self.model
+
+    def request_body(self, messages: list[BaseMessage], output_format: type[BaseModel] | None) -> dict[str, Any]:
+        extra = schema_instruction(output_format) if output_format is not None else ""
+        body: dict[str, Any] = {"model": self.model, "messages": to_chat_messages(messages, extra)}
+        body["max_completion_tokens" if self.use_max_completion_tokens else "max_tokens"] = self.max_output_tokens
+        if self.reasoning_effort is not None and self.send_reasoning_effort:
+            body["reasoning_effort"] = self.reasoning_effort
+        return body
+
+    async def _post(self, body: dict[str, Any]) -> Any:
+        client = make_client(
+            api_key=self.api_key, base_url=self.base_url, timeout_s=self.timeout_s, max_retries=self.max_retries
+        )
+        async with client:
+            return await client.chat.completions.create(**body)
+
+    async def _create(self, messages: list[BaseMessage], output_format: type[BaseModel] | None) -> Any:
+        body = self.request_body(messages, output_format)
+        try:
+            return await self._post(body)
+        except openai.BadRequestError as exc:
+            if "reasoning_effort" not in body or not error_mentions(exc, "reasoning_effort", "reasoning effort"):
+                raise
+            self.send_reasoning_effort = False
+            logger.warning("%s: the server does not accept reasoning_effort; continuing without it", self.model)
+        # retried outside the ``except`` block so a failure of the retry is not chained to the 400
+        return await self._post(self.request_body(messages, output_format))
+
+    @overload
+    async def ainvoke(
+        self, messages: list[BaseMessage], output_format: None = None, **kwargs: Any
+    ) -> ChatInvokeCompletion[str]: ...
+
+    @overload
+    async def ainvoke(
+        self, messages: list[BaseMessage], output_format: type[T], **kwargs: Any
+    ) -> ChatInvokeCompletion[T]: ...
+
+    async def ainvoke(
+        self,
+        messages: list[BaseMessage],
+        output_format: type[T] | None = None,
+        **kwargs: Any,  # noqa: ARG002 - browser-use passes session_id etc.; nothing to forward
+    ) -> ChatInvokeCompletion[T] | ChatInvokeCompletion[str]:
+        try:
+            response = await self._create(messages, output_format)
+        except openai.OpenAIError as exc:
+            raise map_sdk_error(exc, self.model) from exc
+        except json.JSONDecodeError as exc:
+            raise UnusableOutputError("The provider's response body is not valid JSON.", self.model) from exc
+        usage = chat_usage(getattr(response, "usage", None))
+        try:
+            return self._completion(response, output_format, usage)
+        except ModelProviderError as exc:
+            attach_usage(exc, usage)
+            raise
+
+    def _completion(
+        self, response: Any, output_format: type[T] | None, usage: ChatInvokeUsage | None
+    ) -> ChatInvokeCompletion[T] | ChatInvokeCompletion[str]:
+        choices = getattr(response, "choices", None)
+        if not choices:
+            raise UnusableOutputError("The chat completion has no choices.", self.model)
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        text = getattr(message, "content", None) or ""
+        finish_reason = getattr(choice, "finish_reason", None)
+        thinking = _reasoning_text(message)
+        if finish_reason == "length" and (output_format is not None or not text.strip()):
+            raise ModelOutputTruncatedError(
+                f"Model output was truncated at {self.max_output_tokens} tokens; the reply is incomplete.",
+                model=self.model,
+            )
+        if output_format is None:
+            return ChatInvokeCompletion(completion=text, thinking=thinking, usage=usage, stop_reason=finish_reason)
+        parsed = parse_structured(text, output_format, model=self.model)
+        return ChatInvokeCompletion(completion=parsed, thinking=thinking, usage=usage, stop_reason=finish_reason)

@@ -1,0 +1,209 @@
+"""OpenAI models over the Responses API, as a browser-use ``BaseChatModel`` (spec §10.6).
+
+browser-use's ``ChatOpenAI`` speaks Chat Completions with provider-side strict JSON schemas; we want the
+Responses API with none of that. Each call sends::
+
+    POST {base_url}/responses
+    {"model": <id>, "instructions": <system prompt [+ schema block]>, "input": [<items>],
+     "max_output_tokens": <budget>, "store": false,
+     "reasoning": {"effort": <effort>, "summary": "auto"}}     # {"effort": "none"} at none; absent at default
+
+No ``tools``, no ``text.format``: the output schema rides in the instructions and the reply is parsed
+tolerantly (``parsing.parse_structured``). If the organisation may not receive reasoning summaries (a 400
+naming ``summary``), the request is retried without ``summary`` and summaries stay off for the rest of this
+model instance. ``status: incomplete`` with reason ``max_output_tokens`` raises browser-use's
+``ModelOutputTruncatedError`` (for plain-text calls only when no text came back at all).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+import openai
+from browser_use.llm.base import BaseChatModel
+from browser_use.llm.exceptions import ModelOutputTruncatedError, ModelProviderError
+from browser_use.llm.views import ChatInvokeCompletion
+from pydantic import BaseModel
+
+from openbrowse.llm.metering import attach_usage
+from openbrowse.llm.openai_common import error_mentions, make_client, map_sdk_error, responses_usage
+from openbrowse.llm.openai_messages import to_responses_input
+from openbrowse.llm.params import (
+    OPENAI_DEFAULT_BASE_URL,
+    OPENAI_DEFAULT_OUTPUT_TOKENS,
+    OPENAI_TIMEOUT_S,
+    SDK_MAX_RETRIES,
+)
+from openbrowse.llm.parsing import UnusableOutputError, parse_structured, schema_instruction
+
+if TYPE_CHECKING:
+    from browser_use.llm.messages import BaseMessage
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass(frozen=True, slots=True)
+class ResponsesReply:
+    """The parts of a Responses API reply we use."""
+
+    text: str
+    summary: str | None
+    refusal: str | None
+    status: str | None
+    incomplete_reason: str | None
+    error: str | None
+
+
+def read_reply(response: Any) -> ResponsesReply:
+    """Collect output text, reasoning summaries and refusals from ``response.output``."""
+    texts: list[str] = []
+    summaries: list[str] = []
+    refusals: list[str] = []
+    for item in getattr(response, "output", None) or []:
+        kind = getattr(item, "type", None)
+        if kind == "reasoning":
+            summaries.extend(part.text for part in getattr(item, "summary", None) or [] if getattr(part, "text", None))
+        elif kind == "message":
+            for part in getattr(item, "content", None) or []:
+                part_kind = getattr(part, "type", None)
+                if part_kind == "output_text" and getattr(part, "text", None):
+                    texts.append(part.text)
+                elif part_kind == "refusal" and getattr(part, "refusal", None):
+                    refusals.append(part.refusal)
+    details = getattr(response, "incomplete_details", None)
+    error = getattr(response, "error", None)
+    return ResponsesReply(
+        text="".join(texts),
+        summary="\n\n".join(summaries) or None,
+        refusal="\n".join(refusals) or None,
+        status=getattr(response, "status", None),
+        incomplete_reason=getattr(details, "reason", None),
+        error=getattr(error, "message", None) or (str(error) if error else None),
+    )
+
+
+@dataclass
+class ResponsesChatModel(BaseChatModel):
+    """Responses API client. ``reasoning_effort=None`` sends no ``reasoning`` parameter."""
+
+    model: str
+    api_key: str
+    base_url: str = OPENAI_DEFAULT_BASE_URL
+    reasoning_effort: str | None = None
+    max_output_tokens: int = OPENAI_DEFAULT_OUTPUT_TOKENS
+    timeout_s: float = OPENAI_TIMEOUT_S
+    max_retries: int = SDK_MAX_RETRIES
+    reasoning_summaries: bool = True
+    """Ask for reasoning summaries; switched off for good once the organisation rejects them."""
+
+    _verified_api_keys = True
+
+    @property
+    def provider(self) -> str:
+        return "openai"
+
+    @property
+    def name(self) -> str:
+        return self.model
+
+    def _reasoning(self) -> dict[str, Any] | None:
+        if self.reasoning_effort is None:
+            return None
+        if self.reasoning_effort == "none" or not self.reasoning_summaries:
+            return {"effort": self.reasoning_effort}
+        return {"effort": self.reasoning_effort, "summary": "auto"}
+
+    def request_body(self, messages: list[BaseMessage], output_format: type[BaseModel] | None) -> dict[str, Any]:
+        """The JSON body of one ``POST /responses`` (without the summary fallback applied)."""
+        extra = schema_instruction(output_format) if output_format is not None else ""
+        instructions, items = to_responses_input(messages, extra)
+        body: dict[str, Any] = {
+            "model": self.model,
+            "input": items,
+            "max_output_tokens": self.max_output_tokens,
+            "store": False,
+        }
+        if instructions:
+            body["instructions"] = instructions
+        reasoning = self._reasoning()
+        if reasoning is not None:
+            body["reasoning"] = reasoning
+        return body
+
+    async def _post(self, body: dict[str, Any]) -> Any:
+        client = make_client(
+            api_key=self.api_key, base_url=self.base_url, timeout_s=self.timeout_s, max_retries=self.max_retries
+        )
+        async with client:
+            return await client.responses.create(**body)
+
+    async def _create(self, messages: list[BaseMessage], output_format: type[BaseModel] | None) -> Any:
+        body = self.request_body(messages, output_format)
+        try:
+            return await self._post(body)
+        except openai.BadRequestError as exc:
+            summary_sent = "summary" in body.get("reasoning", {})
+            if not (summary_sent and error_mentions(exc, "summary", "summaries")):
+                raise
+            self.reasoning_summaries = False
+            logger.warning("%s: the organisation rejected reasoning summaries; continuing without them", self.model)
+        # retried outside the ``except`` block so a failure of the retry is not chained to the 400
+        return await self._post(self.request_body(messages, output_format))
+
+    @overload
+    async def ainvoke(
+        self, messages: list[BaseMessage], output_format: None = None, **kwargs: Any
+    ) -> ChatInvokeCompletion[str]: ...
+
+    @overload
+    async def ainvoke(
+        self, messages: list[BaseMessage], output_format: type[T], **kwargs: Any
+    ) -> ChatInvokeCompletion[T]: ...
+
+    async def ainvoke(
+        self,
+        messages: list[BaseMessage],
+        output_format: type[T] | None = None,
+        **kwargs: Any,  # noqa: ARG002 - browser-use passes session_id etc.; nothing to forward
+    ) -> ChatInvokeCompletion[T] | ChatInvokeCompletion[str]:
+        try:
+            response = await self._create(messages, output_format)
+        except openai.OpenAIError as exc:
+            raise map_sdk_error(exc, self.model) from exc
+        except json.JSONDecodeError as exc:
+            raise UnusableOutputError("The provider's response body is not valid JSON.", self.model) from exc
+        usage = responses_usage(getattr(response, "usage", None))
+        try:
+            if not isinstance(getattr(response, "output", None), list):
+                raise UnusableOutputError("The provider's response is not a Responses API object.", self.model)
+            return self._completion(read_reply(response), output_format, usage)
+        except ModelProviderError as exc:
+            attach_usage(exc, usage)
+            raise
+
+    def _completion(
+        self, reply: ResponsesReply, output_format: type[T] | None, usage: Any
+    ) -> ChatInvokeCompletion[T] | ChatInvokeCompletion[str]:
+        stop_reason = reply.incomplete_reason or reply.status
+        if reply.status == "failed":
+            raise ModelProviderError(reply.error or "The response failed.", status_code=500, model=self.model)
+        truncated = reply.status == "incomplete" and reply.incomplete_reason == "max_output_tokens"
+        if truncated and (output_format is not None or not reply.text.strip()):
+            raise ModelOutputTruncatedError(
+                f"Model output was truncated at max_output_tokens={self.max_output_tokens}; the reply is incomplete.",
+                model=self.model,
+            )
+        if reply.status == "incomplete" and not truncated:
+            raise UnusableOutputError(f"The response is incomplete ({reply.incomplete_reason}).", self.model)
+        if output_format is None:
+            text = reply.text or (f"[Refusal] {reply.refusal}" if reply.refusal else "")
+            return ChatInvokeCompletion(completion=text, thinking=reply.summary, usage=usage, stop_reason=stop_reason)
+        if not reply.text.strip() and reply.refusal:
+            raise UnusableOutputError(f"The model refused: {reply.refusal}", self.model)
+        parsed = parse_structured(reply.text, output_format, model=self.model)
+        return ChatInvokeCompletion(completion=parsed, thinking=reply.summary, usage=usage, stop_reason=stop_reason)

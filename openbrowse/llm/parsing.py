@@ -1,0 +1,153 @@
+"""Schema-in-prompt structured output: the instruction we append, and tolerant parsing of what comes back.
+
+Used by the OpenAI adapters (Responses and Chat Completions), which never use provider-side structured output
+or tools (spec §10.6): the output schema rides in the system prompt and the reply is parsed leniently:
+
+1. strip Markdown code fences;
+2. take the first *balanced* JSON object in the text that parses (strings and escapes respected), falling
+   back to the whole text;
+3. validate with the ``output_format`` model; if that fails, decode top-level fields the model
+   double-serialised as JSON strings and validate again.
+
+A reply that still does not validate raises :class:`UnusableOutputError` (a browser-use
+``ModelProviderError``, so the agent's own error handling applies) chained to the validation error.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any, TypeVar
+
+from browser_use.llm.exceptions import ModelProviderError
+from browser_use.llm.schema import SchemaOptimizer
+from pydantic import BaseModel, ValidationError
+
+T = TypeVar("T", bound=BaseModel)
+
+_FENCE = re.compile(r"```[ \t]*[A-Za-z0-9_-]*[ \t]*\r?\n?(.*?)```", re.DOTALL)
+
+
+class UnusableOutputError(ModelProviderError):
+    """The provider answered, but the reply cannot be used: not JSON, wrong shape, empty, or filtered.
+
+    Status 400 (like browser-use's ``ModelOutputTruncatedError``) keeps it out of same-provider retry loops.
+    ``failures.classify`` maps it to ``invalid_output``.
+    """
+
+    def __init__(self, message: str, model: str | None = None) -> None:
+        super().__init__(message, status_code=400, model=model)
+
+
+def schema_instruction(output_format: type[BaseModel]) -> str:
+    """The block appended to the system prompt: reply with one JSON object matching this schema."""
+    schema = SchemaOptimizer.create_optimized_json_schema(output_format)
+    schema.pop("title", None)
+    return (
+        "\n\n# Reply format\n"
+        "Reply with exactly one JSON object that conforms to the JSON schema below: no prose before or after it, "
+        "no Markdown code fences, no tool calls. Every property listed under `required` must be present.\n"
+        "<json_schema>\n"
+        f"{json.dumps(schema, ensure_ascii=False, separators=(',', ':'))}\n"
+        "</json_schema>"
+    )
+
+
+def strip_code_fences(text: str) -> str:
+    """Return the body of the first fenced block if the text contains one, else the text unchanged."""
+    match = _FENCE.search(text)
+    return match.group(1).strip() if match else text.strip()
+
+
+def balanced_spans(text: str, opener: str = "{") -> Iterator[str]:
+    """Every balanced ``{…}`` (or ``[…]``) span in ``text``, left to right, honouring JSON strings and escapes."""
+    closer = "}" if opener == "{" else "]"
+    start = text.find(opener)
+    while start != -1:
+        depth = 0
+        in_string = False
+        escaped = False
+        end = -1
+        for index in range(start, len(text)):
+            char = text[index]
+            if in_string:
+                if escaped:
+                    escaped = False
+                elif char == "\\":
+                    escaped = True
+                elif char == '"':
+                    in_string = False
+            elif char == '"':
+                in_string = True
+            elif char in "{[":
+                depth += 1
+            elif char in "}]":
+                depth -= 1
+                if depth == 0:
+                    end = index if char == closer else -1
+                    break
+        if end != -1:
+            yield text[start : end + 1]
+            start = text.find(opener, end + 1)
+        else:
+            start = text.find(opener, start + 1)
+
+
+def first_balanced(text: str, opener: str = "{") -> str | None:
+    """The first balanced ``{…}`` (or ``[…]``) span in ``text``, or ``None``."""
+    return next(balanced_spans(text, opener), None)
+
+
+def json_candidates(text: str) -> list[str]:
+    """Candidate JSON texts in order of preference: balanced objects of the fence body, then of the whole text,
+    then the bodies themselves."""
+    bodies = list(dict.fromkeys((strip_code_fences(text), text.strip())))
+    candidates = [span for body in bodies for span in balanced_spans(body)]
+    return list(dict.fromkeys(c for c in [*candidates, *bodies] if c))
+
+
+def extract_json_object(text: str) -> dict[str, Any] | None:
+    """The first JSON object that can be recovered from a model reply, or ``None``."""
+    for candidate in json_candidates(text):
+        try:
+            value = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def decode_serialized_fields(values: dict[str, Any]) -> dict[str, Any]:
+    """Decode top-level string fields that hold JSON arrays/objects (a common double-serialisation slip)."""
+    repaired = dict(values)
+    for key, value in values.items():
+        if isinstance(value, str) and value.lstrip().startswith(("[", "{")):
+            try:
+                repaired[key] = json.loads(value)
+            except ValueError:
+                continue
+    return repaired
+
+
+def parse_structured(text: str, output_format: type[T], *, model: str | None = None) -> T:
+    """Tolerantly parse ``text`` into ``output_format``; :class:`UnusableOutputError` if impossible."""
+    if not text.strip():
+        raise UnusableOutputError("The model returned an empty reply where a JSON object was required.", model)
+    value = extract_json_object(text)
+    if value is None:
+        preview = text.strip()[:200]
+        raise UnusableOutputError(f"The model reply contains no JSON object: {preview!r}", model)
+    try:
+        return output_format.model_validate(value)
+    except ValidationError as first_error:
+        repaired = decode_serialized_fields(value)
+        if repaired != value:
+            try:
+                return output_format.model_validate(repaired)
+            except ValidationError:
+                pass
+        raise UnusableOutputError(
+            f"The model reply does not match {output_format.__name__}: {first_error}", model
+        ) from first_error

@@ -1,0 +1,324 @@
+"""SessionManager: the facade the API calls. Creates sessions, routes follow-ups, stops and deletes runs.
+
+It owns every run task (one :class:`SessionWorker` per session with a run queued, running or parked) and the
+expiry sweeper. Status changes go through :meth:`SessionManager.apply`, which serialises them per session and
+checks each against the transition table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any
+
+from openbrowse.config import Settings
+from openbrowse.domain.clock import Clock, utc_now
+from openbrowse.domain.feed import FeedEntry, Message
+from openbrowse.domain.ids import SessionId, new_session_id
+from openbrowse.domain.sessions import SessionRecord, SessionStatus, StopStrategy
+from openbrowse.errors import InvalidRequest, SessionNotFound
+from openbrowse.sessions.requests import (
+    SessionCreate,
+    follow_up_ceiling,
+    resolve_session_effort,
+    resolve_session_model,
+    scaled_budget,
+    task_text,
+)
+from openbrowse.sessions.runtime import LiveSlot, WorkerRuntime
+from openbrowse.sessions.states import Trigger, transition
+from openbrowse.sessions.sweeper import EXPIRED_SUMMARY, Sweeper, is_stale_shell
+from openbrowse.sessions.worker import SessionWorker, StopReason
+from openbrowse.store.feed import FeedRepo
+from openbrowse.store.profiles import ProfileRepo
+from openbrowse.store.sessions import SessionRepo
+
+logger = logging.getLogger(__name__)
+
+TITLE_LIMIT = 80
+RESTART_FIELDS = ("model", "reasoning effort", "output schema", "sensitive data", "system prompt extension", "profile")
+
+
+class SessionManager:
+    def __init__(
+        self,
+        settings: Settings,
+        sessions: SessionRepo,
+        feed: FeedRepo,
+        profiles: ProfileRepo,
+        runtime: WorkerRuntime,
+        clock: Clock = utc_now,
+    ) -> None:
+        self._settings = settings
+        self.sessions = sessions
+        self.feed = feed
+        self._profiles = profiles
+        self._runtime = runtime
+        self._clock = clock
+        self._workers: dict[SessionId, SessionWorker] = {}
+        self._locks: dict[SessionId, asyncio.Lock] = {}
+        self._sweeper = Sweeper(self.expire_stale_shells)
+        runtime.bind(self)
+
+    # -- lifecycle ---------------------------------------------------------------------------------------------
+    async def __aenter__(self) -> SessionManager:
+        await self._reconcile_after_restart()
+        await self._sweeper.__aenter__()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._sweeper.aclose()
+        workers = list(self._workers.values())
+        await asyncio.gather(*(worker.stop(StopReason.SHUTDOWN) for worker in workers), return_exceptions=True)
+
+    async def _reconcile_after_restart(self) -> None:
+        for record in await self.sessions.with_status(SessionStatus.RUNNING):
+            await self.apply(
+                record.id,
+                Trigger.RESTART_INTERRUPT,
+                last_step_summary="Interrupted by server restart",
+                failure_kind=None,
+                failure_status_code=None,
+                live_url=None,
+                browser_live=False,
+            )
+            await self.feed.append(record.id, FeedEntry.system("restart", "Interrupted by server restart"))
+        for record in await self.sessions.with_status(SessionStatus.IDLE):
+            if record.browser_live:
+                await self.apply(record.id, Trigger.GO_COLD, live_url=None, browser_live=False)
+        for record in await self.sessions.queued():
+            await self.apply(record.id, Trigger.RESTART_REQUEUE)
+            await self.feed.append(
+                record.id, FeedEntry.system("restart", "Re-queued after a server restart; the run had not started")
+            )
+            self._spawn(record.id)
+        await self.expire_stale_shells()
+
+    async def expire_stale_shells(self) -> list[SessionRecord]:
+        """Expire every ``created`` shell older than 15 minutes; returns the expired records."""
+        expired = []
+        for candidate in await self.sessions.with_status(SessionStatus.CREATED):
+            async with self.lock(candidate.id):
+                record = await self.sessions.get(candidate.id)
+                if is_stale_shell(record, self._clock()):
+                    expired.append(
+                        await self.apply_locked(record.id, Trigger.EXPIRE, last_step_summary=EXPIRED_SUMMARY)
+                    )
+        return expired
+
+    # -- status changes ----------------------------------------------------------------------------------------
+    def lock(self, session_id: SessionId) -> asyncio.Lock:
+        return self._locks.setdefault(session_id, asyncio.Lock())
+
+    async def apply(self, session_id: SessionId, trigger: Trigger, **changes: Any) -> SessionRecord:
+        """Move a session along the transition table and write ``changes`` with it, atomically per session."""
+        async with self.lock(session_id):
+            return await self.apply_locked(session_id, trigger, **changes)
+
+    async def apply_locked(self, session_id: SessionId, trigger: Trigger, **changes: Any) -> SessionRecord:
+        record = await self.sessions.get(session_id)
+        status = transition(record.status, trigger, keep_alive=record.keep_alive)
+        return await self.sessions.update(session_id, status=status, **changes)
+
+    # -- queries -----------------------------------------------------------------------------------------------
+    async def get(self, session_id: str) -> SessionRecord:
+        return await self.sessions.get(session_id)
+
+    async def page(self, page: int, page_size: int) -> tuple[list[SessionRecord], int]:
+        return await self.sessions.page(page, page_size)
+
+    async def messages(
+        self, session_id: str, *, after: str | None, before: str | None, limit: int
+    ) -> tuple[list[Message], bool]:
+        await self.sessions.get(session_id)
+        return await self.feed.page(session_id, after=after, before=before, limit=limit)
+
+    def counts(self) -> dict[str, int]:
+        phases = [worker.phase for worker in self._workers.values()]
+        return {
+            "running": sum(1 for p in phases if p in {"starting", "running"}),
+            "queued": sum(1 for p in phases if p == "queued"),
+            "parked": sum(1 for p in phases if p == "parked"),
+        }
+
+    # -- create ------------------------------------------------------------------------------------------------
+    async def create(self, request: SessionCreate) -> SessionRecord:
+        if request.session_id is not None:
+            return await self.follow_up(SessionId(request.session_id), request)
+        resolved = resolve_session_model(self._settings, request.model)
+        effort = resolve_session_effort(resolved.spec, request.effort_request())
+        if request.profile_id is not None:
+            await self._require_profile(request.profile_id)
+        task = task_text(request.task)
+        budget = scaled_budget(self._settings, request.max_cost_usd) if request.max_cost_usd is not None else None
+        now = self._clock()
+        record = SessionRecord(
+            id=new_session_id(),
+            status=SessionStatus.CREATED,
+            model=resolved.echo,
+            llm_model=resolved.llm_id,
+            reasoning_effort=effort,
+            created_at=now,
+            updated_at=now,
+            title=task[:TITLE_LIMIT] if task else None,
+            task=task,
+            pending_task=task,
+            queue_seq=await self.sessions.next_queue_seq() if task else None,
+            keep_alive=bool(request.keep_alive),
+            output_schema=request.output_schema,
+            sensitive_data=request.sensitive_data,
+            system_prompt_extension=request.system_prompt_extension,
+            profile_id=request.profile_id,
+            max_cost_usd=budget,
+            allowance_usd=budget,
+        )
+        await self.sessions.insert(record)
+        if task:
+            await self.feed.append(record.id, FeedEntry.user_message(task))
+            self._spawn(record.id)
+        return record
+
+    async def _require_profile(self, profile_id: str) -> None:
+        if not await self._profiles.exists(profile_id):
+            raise InvalidRequest("Profile not found")
+
+    # -- follow-up ---------------------------------------------------------------------------------------------
+    async def follow_up(self, session_id: SessionId, request: SessionCreate) -> SessionRecord:
+        async with self.lock(session_id):
+            record = await self.sessions.find(session_id)
+            if record is None:
+                raise SessionNotFound()
+            self._check_accepts_follow_up(record)
+            task = task_text(request.task)
+            if task is None:
+                raise InvalidRequest("Task is required when targeting an existing session")
+            changes, changed = await self._follow_up_changes(record, request)
+            changes.update(task=task, title=record.title or task[:TITLE_LIMIT])
+            worker = self._workers.get(session_id)
+            if worker is not None and worker.phase == "parked" and changed:
+                worker.request_release(f"Browser released to apply new {', '.join(changed)}")
+            elif worker is not None and worker.phase == "parked" and worker.claim_for_follow_up():
+                record = await self.apply_locked(session_id, Trigger.WARM_FOLLOW_UP, pending_task=None, **changes)
+                await self.feed.append(session_id, FeedEntry.user_message(task))
+                worker.deliver(task)
+                return record
+            elif worker is not None and worker.phase != "closing":
+                raise InvalidRequest(f"Session is {record.status}, not idle")
+            changes.update(pending_task=task, queue_seq=await self.sessions.next_queue_seq())
+            record = await self.apply_locked(session_id, Trigger.DISPATCH, **changes)
+            await self.feed.append(session_id, FeedEntry.user_message(task))
+        self._spawn(session_id)
+        return record
+
+    def _check_accepts_follow_up(self, record: SessionRecord) -> None:
+        status = record.status
+        busy = status is SessionStatus.RUNNING or record.is_queued
+        keep_alive_ok = record.keep_alive and status in {
+            SessionStatus.IDLE,
+            SessionStatus.STOPPED,
+            SessionStatus.TIMED_OUT,
+            SessionStatus.ERROR,
+        }
+        if busy or not (status in {SessionStatus.IDLE, SessionStatus.CREATED} or keep_alive_ok):
+            raise InvalidRequest(f"Session is {status}, not idle")
+
+    async def _follow_up_changes(
+        self, record: SessionRecord, request: SessionCreate
+    ) -> tuple[dict[str, Any], list[str]]:
+        """The row changes a follow-up makes (only fields it sent) and the restart fields it changed."""
+        changes: dict[str, Any] = {}
+        changed: list[str] = []
+        llm_model = record.llm_model
+        if request.sent("model"):
+            resolved = resolve_session_model(self._settings, request.model)
+            changes.update(model=resolved.echo, llm_model=resolved.llm_id)
+            llm_model = resolved.llm_id
+            spec = resolved.spec
+        else:
+            spec = resolve_session_model(self._settings, record.llm_model).spec
+        effort_request = request.effort_request()
+        if effort_request.sent or llm_model != record.llm_model:
+            changes["reasoning_effort"] = resolve_session_effort(spec, effort_request)
+        if llm_model != record.llm_model:
+            changed.append("model")
+        if changes.get("reasoning_effort", record.reasoning_effort) != record.reasoning_effort:
+            changed.append("reasoning effort")
+        for field, label in (
+            ("output_schema", "output schema"),
+            ("sensitive_data", "sensitive data"),
+            ("system_prompt_extension", "system prompt extension"),
+            ("profile_id", "profile"),
+        ):
+            if request.sent(field):
+                value = getattr(request, field)
+                if field == "profile_id" and value is not None:
+                    await self._require_profile(value)
+                changes[field] = value
+                if value != getattr(record, field):
+                    changed.append(label)
+        if request.sent("keep_alive") and request.keep_alive is not None:
+            changes["keep_alive"] = request.keep_alive
+        ceiling, ceiling_changes = follow_up_ceiling(
+            self._settings,
+            sent_max_cost=request.max_cost_usd if request.sent("max_cost_usd") else None,
+            spent=record.total_cost_usd,
+            allowance=record.allowance_usd,
+        )
+        if ceiling_changes:
+            changes["max_cost_usd"] = ceiling
+        return changes, changed
+
+    # -- stop / delete -----------------------------------------------------------------------------------------
+    async def stop(self, session_id: SessionId, strategy: StopStrategy) -> SessionRecord:
+        record = await self.sessions.get(session_id)
+        worker = self._workers.get(session_id)
+        reason = StopReason.STOP_TASK if strategy is StopStrategy.TASK else StopReason.STOP_SESSION
+        if worker is not None and await worker.stop(reason):
+            return await self.sessions.get(session_id)
+        async with self.lock(session_id):
+            record = await self.sessions.get(session_id)
+            if strategy is StopStrategy.TASK and record.status not in {SessionStatus.IDLE, SessionStatus.EXPIRED}:
+                record = await self.apply_locked(session_id, Trigger.STOP_TASK, pending_task=None)
+            elif strategy is StopStrategy.SESSION and record.status in {SessionStatus.CREATED, SessionStatus.IDLE}:
+                record = await self.apply_locked(session_id, Trigger.STOP_SESSION, pending_task=None)
+        return record
+
+    async def delete(self, session_id: SessionId) -> None:
+        await self.sessions.get(session_id)
+        worker = self._workers.get(session_id)
+        if worker is not None:
+            await worker.stop(StopReason.DELETE)
+        await self.sessions.delete(session_id)
+        self._locks.pop(session_id, None)
+        folder = self._settings.sessions_dir / session_id
+        await asyncio.to_thread(shutil.rmtree, folder, True)
+
+    # -- workers -----------------------------------------------------------------------------------------------
+    def _spawn(self, session_id: SessionId) -> None:
+        previous = self._workers.get(session_id)
+        worker = SessionWorker(session_id, self._runtime, predecessor=previous.task if previous else None)
+        self._workers[session_id] = worker
+        worker.start(on_done=self._forget)
+
+    def _forget(self, worker: SessionWorker) -> None:
+        if self._workers.get(worker.session_id) is worker:
+            del self._workers[worker.session_id]
+
+    def live_slot(self, session_id: str) -> LiveSlot | None:
+        """The display slot showing this session's browser, or None when it has no live browser."""
+        worker = self._workers.get(SessionId(session_id))
+        return worker.live_slot() if worker is not None else None
+
+    def worker(self, session_id: SessionId) -> SessionWorker | None:
+        return self._workers.get(session_id)
+
+    def workers(self) -> Sequence[SessionWorker]:
+        return list(self._workers.values())

@@ -1,0 +1,223 @@
+"""AgentEngine: one run's browser and agent, from launch to close (spec §10.1).
+
+It is the session-layer side of the agent: it builds the metered chat models, launches the slot's Chromium
+while the goal pre-flight runs, connects browser-use over CDP, feeds the runner the persistence it needs
+(step counts, tokens, costs, the ceiling read fresh from the row), and decides each turn's preamble.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import shutil
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from browser_use import BrowserSession
+
+from openbrowse.agent.preflight import follow_up_prompt, goal_sentence
+from openbrowse.agent.replay import replay_preamble
+from openbrowse.agent.runner import AgentRunner, RunSpec, temp_dir_inside
+from openbrowse.agent.tools.clipboard import start_url_of
+from openbrowse.config import Settings
+from openbrowse.domain.feed import EventCategory, FeedEntry, MessageType
+from openbrowse.domain.runs import NOTHING_KEPT, Salvage, TurnOutcome
+from openbrowse.domain.sessions import SessionRecord
+from openbrowse.errors import ProcessDied
+from openbrowse.llm.catalog import preflight_effort, resolve_model
+from openbrowse.llm.costs import CallUsage, CostLedger
+from openbrowse.llm.factory import build_chat_model
+from openbrowse.llm.metering import MeteredChatModel
+from openbrowse.store.feed import FeedRepo
+from openbrowse.store.sessions import SessionRepo
+
+if TYPE_CHECKING:
+    from openbrowse.slots.pool import SlotLease
+    from openbrowse.slots.slot import Slot
+
+logger = logging.getLogger(__name__)
+
+PREFLIGHT_MAX_TOKENS = 300
+
+
+class AgentEngine:
+    """Implements :class:`openbrowse.sessions.runtime.Engine`."""
+
+    def __init__(self, settings: Settings, record: SessionRecord, sessions: SessionRepo, feed: FeedRepo) -> None:
+        self._settings = settings
+        self._record = record
+        self._sessions = sessions
+        self._feed = feed
+        self._files = settings.sessions_dir / record.id
+        self._ledger = CostLedger()
+        self._ledger.seed(
+            input_tokens=record.total_input_tokens,
+            output_tokens=record.total_output_tokens,
+            total_usd=record.llm_cost_usd,
+        )
+        self._captcha_usd = record.captcha_cost_usd
+        resolved = resolve_model(record.llm_model)
+        self._agent_llm = MeteredChatModel(
+            build_chat_model(resolved, record.reasoning_effort, settings), resolved.spec, self._on_usage, label="agent"
+        )
+        self._preflight_llm = MeteredChatModel(
+            build_chat_model(resolved, preflight_effort(resolved.spec), settings, max_tokens=PREFLIGHT_MAX_TOKENS),
+            resolved.spec,
+            self._on_usage,
+            label="preflight",
+        )
+        self._slot: Slot | None = None
+        self._browser: BrowserSession | None = None
+        self._runner: AgentRunner | None = None
+        self._goal: asyncio.Task[str] | None = None
+        self._previous_task: str | None = None
+        self._turns = 0
+
+    # -- costs -------------------------------------------------------------------------------------------------
+    def _on_usage(self, call: CallUsage) -> None:
+        self._ledger.record(call)
+
+    def total_cost(self) -> Decimal:
+        return self._ledger.total_usd + self._captcha_usd
+
+    async def ceiling(self) -> Decimal | None:
+        return (await self._sessions.get(self._record.id)).max_cost_usd
+
+    async def step_finished(self, summary: str) -> None:
+        record = await self._sessions.get(self._record.id)
+        totals = self._ledger.totals()
+        await self._sessions.update(
+            self._record.id,
+            step_count=record.step_count + 1,
+            last_step_summary=summary,
+            total_input_tokens=totals.input_tokens,
+            total_output_tokens=totals.output_tokens,
+            llm_cost_usd=totals.total_usd,
+        )
+
+    async def _save_costs(self) -> None:
+        totals = self._ledger.totals()
+        await self._sessions.update(
+            self._record.id,
+            total_input_tokens=totals.input_tokens,
+            total_output_tokens=totals.output_tokens,
+            llm_cost_usd=totals.total_usd,
+        )
+
+    # -- Engine ------------------------------------------------------------------------------------------------
+    async def launch(self, lease: SlotLease, task: str) -> None:
+        """Start the browser on the slot while the goal pre-flight runs; connect browser-use over CDP."""
+        self._files.mkdir(parents=True, exist_ok=True)
+        self._goal = asyncio.create_task(self._preflight(task), name=f"preflight-{self._record.id}")
+        try:
+            self._slot = await lease.start_browser()
+            with temp_dir_inside(self._files):
+                self._browser = BrowserSession(
+                    cdp_url=self._slot.cdp_url,
+                    headless=False,
+                    user_data_dir=str(self._files / "browser-use"),
+                    downloads_path=str(self._files / "downloads"),
+                    cross_origin_iframes=True,
+                    highlight_elements=True,
+                )
+            self._runner = AgentRunner(
+                RunSpec(
+                    session_id=self._record.id,
+                    files_dir=self._files,
+                    output_schema=self._record.output_schema,
+                    sensitive_data=self._record.sensitive_data,
+                    system_prompt_extension=self._record.system_prompt_extension,
+                    captcha_solver=bool(self._settings.CAPSOLVER_API_KEY),
+                ),
+                self._browser,
+                self._agent_llm,
+                self._feed,
+                self,
+            )
+        except BaseException:
+            await self._cancel_goal()
+            raise
+
+    async def wait_died(self) -> ProcessDied:
+        if self._slot is None:
+            await asyncio.Event().wait()
+        assert self._slot is not None
+        return await self._slot.watch()
+
+    async def run_turn(self, task: str) -> TurnOutcome:
+        assert self._runner is not None
+        preamble = None
+        if self._turns == 0:
+            preamble = await self._cold_preamble(task)
+            goal_task = self._goal
+            self._goal = None
+            goal = await goal_task if goal_task is not None else await self._preflight(task)
+            start_url = start_url_of(task)
+            if start_url:
+                self._runner.clipboard.seed("startUrl", start_url)
+                await self._feed.append(
+                    self._record.id, FeedEntry.event(EventCategory.MEMORY, "startUrl", f"startUrl: {start_url}")
+                )
+        else:
+            goal = await self._preflight(task, follow_up_prompt(self._previous_task or "", task))
+        self._turns += 1
+        self._previous_task = task
+        try:
+            return await self._runner.run_turn(task, goal=goal, preamble=preamble)
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._save_costs())
+
+    async def _preflight(self, task: str, prompt: str | None = None) -> str:
+        return await goal_sentence(self._preflight_llm, task, prompt)
+
+    async def _cold_preamble(self, task: str) -> str | None:
+        """A keep-alive session whose browser was released replays its conversation into this fresh run."""
+        if not self._record.keep_alive:
+            return None
+        messages = await self._feed.of_types(
+            self._record.id, MessageType.USER_MESSAGE.value, MessageType.COMPLETION.value
+        )
+        preamble = replay_preamble(messages[:-1], task) if messages else None
+        if preamble is None:
+            return None
+        previous = [m for m in messages[:-1] if m.type == MessageType.USER_MESSAGE.value]
+        self._previous_task = previous[-1].summary if previous else None
+        await self._feed.append(
+            self._record.id,
+            FeedEntry.system("keepAlive", "Conversation replayed into a fresh browser"),
+        )
+        return preamble
+
+    def live_slot(self) -> Slot | None:
+        return self._slot if self._browser is not None else None
+
+    async def salvage(self) -> Salvage:
+        return await self._runner.salvage() if self._runner is not None else NOTHING_KEPT
+
+    async def close(self) -> None:
+        await self._cancel_goal()
+        browser, self._browser = self._browser, None
+        if browser is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(browser.kill(), timeout=10)
+        await asyncio.to_thread(_remove_scratch, self._files)
+
+    async def _cancel_goal(self) -> None:
+        goal, self._goal = self._goal, None
+        if goal is not None and not goal.done():
+            goal.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await goal
+
+
+def _remove_scratch(files: Path) -> None:
+    """Drop browser-use's scratch dirs (its profile copy and temp dirs); keep the agent's own files."""
+    for name in ("browser-use",):
+        shutil.rmtree(files / name, ignore_errors=True)
+    for leftover in files.glob("browser-use-*"):
+        shutil.rmtree(leftover, ignore_errors=True)
+    for leftover in files.glob("browser_use_agent_*"):
+        shutil.rmtree(leftover, ignore_errors=True)

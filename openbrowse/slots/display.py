@@ -1,0 +1,219 @@
+"""The display stack of one slot: Xvfb, and the live-view pair x11vnc + websockify. All on 127.0.0.1.
+
+* Xvfb ``:N -screen 0 1920x1080x24 -nolisten tcp -displayfd <fd>``: readiness is exact (Xvfb writes the
+  display number to the pipe once it accepts clients), no socket polling.
+* x11vnc ``-display :N -rfbport <vnc> -localhost -nopw -forever -shared -noxdamage -quiet -noipv6``, plus
+  ``-viewonly`` unless the caller has taken control (:meth:`DisplayStack.set_view_only`).
+* websockify ``--web <NOVNC_WEB_DIR> 127.0.0.1:<novnc> 127.0.0.1:<vnc>``. It does not need the X server, so it
+  may be spawned at the same time as Xvfb (:meth:`spawn_websockify`); it is the slowest of the three to boot.
+
+x11vnc and websockify are not essential to a running browser: if either dies, :meth:`ensure_vnc` (idempotent,
+lock-guarded) starts it again. View-only mode is switched at run time through x11vnc's remote-control
+channel (``x11vnc -display :N -sync -remote viewonly|noviewonly``), which applies to connected viewers too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+from typing import TYPE_CHECKING
+
+from openbrowse.errors import ProcessStartError
+from openbrowse.slots.layout import SCREEN_DEPTH, SCREEN_HEIGHT, SCREEN_WIDTH, SlotLayout
+from openbrowse.slots.probes import DisplayFdProbe, TcpPortProbe
+from openbrowse.slots.process import ManagedProcess, ProcessHook
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
+
+__all__ = ["DisplayStack"]
+
+logger = logging.getLogger(__name__)
+
+XVFB_READY_TIMEOUT = 10.0
+VNC_READY_TIMEOUT = 10.0
+REMOTE_TIMEOUT = 5.0
+
+
+class DisplayStack:
+    """Xvfb + x11vnc + websockify for one :class:`SlotLayout`. Stop with :meth:`aclose` (reverse order)."""
+
+    def __init__(
+        self,
+        layout: SlotLayout,
+        *,
+        novnc_web_dir: Path | None,
+        env: Mapping[str, str],
+        view_only: bool = True,
+        screen: tuple[int, int, int] = (SCREEN_WIDTH, SCREEN_HEIGHT, SCREEN_DEPTH),
+        on_spawn: ProcessHook | None = None,
+        on_exit: ProcessHook | None = None,
+    ) -> None:
+        self.layout = layout
+        self.novnc_web_dir = novnc_web_dir
+        self.env = dict(env)
+        self.screen = screen
+        self._view_only = view_only
+        self._on_spawn = on_spawn
+        self._on_exit = on_exit
+        self.xvfb: ManagedProcess | None = None
+        self.x11vnc: ManagedProcess | None = None
+        self.websockify: ManagedProcess | None = None
+        self._xvfb_probe: DisplayFdProbe | None = None
+        self._vnc_lock = asyncio.Lock()
+
+    @property
+    def view_only(self) -> bool:
+        return self._view_only
+
+    @property
+    def vnc_running(self) -> bool:
+        return bool(self.x11vnc and self.x11vnc.running and self.websockify and self.websockify.running)
+
+    def _process(self, name: str, argv: list[str], *, pass_fds: tuple[int, ...] = ()) -> ManagedProcess:
+        return ManagedProcess(
+            name,
+            argv,
+            env=self.env,
+            pass_fds=pass_fds,
+            terminate_grace=3.0,
+            on_spawn=self._on_spawn,
+            on_exit=self._on_exit,
+        )
+
+    # -- Xvfb -----------------------------------------------------------------------------------------------
+    def spawn_xvfb(self) -> ManagedProcess:
+        width, height, depth = self.screen
+        read_fd, write_fd = os.pipe()
+        argv = [
+            "Xvfb",
+            self.layout.display,
+            "-screen",
+            "0",
+            f"{width}x{height}x{depth}",
+            "-nolisten",
+            "tcp",
+            "-displayfd",
+            str(write_fd),
+        ]
+        process = self._process("Xvfb", argv, pass_fds=(write_fd,))
+        try:
+            process.start()
+        except BaseException:
+            os.close(read_fd)
+            raise
+        finally:
+            os.close(write_fd)
+        self.xvfb = process
+        self._xvfb_probe = DisplayFdProbe(read_fd)
+        return process
+
+    async def wait_xvfb(self, within: float = XVFB_READY_TIMEOUT) -> None:
+        assert self.xvfb is not None
+        assert self._xvfb_probe is not None
+        try:
+            await self.xvfb.wait_ready(self._xvfb_probe, within=within)
+        finally:
+            self._xvfb_probe.close()
+
+    # -- live view ------------------------------------------------------------------------------------------
+    def _x11vnc_argv(self) -> list[str]:
+        argv = ["x11vnc", "-display", self.layout.display, "-rfbport", str(self.layout.vnc_port)]
+        argv += ["-localhost", "-nopw", "-forever", "-shared", "-noxdamage", "-quiet", "-noipv6"]
+        if self._view_only:
+            argv.append("-viewonly")
+        return argv
+
+    def _websockify_argv(self) -> list[str]:
+        argv = [shutil.which("websockify") or "websockify"]
+        if self.novnc_web_dir is not None and self.novnc_web_dir.is_dir():
+            argv += ["--web", str(self.novnc_web_dir)]
+        elif self.novnc_web_dir is not None:
+            logger.warning("NOVNC_WEB_DIR %s does not exist; websockify serves no web files", self.novnc_web_dir)
+        argv += [f"127.0.0.1:{self.layout.novnc_port}", f"127.0.0.1:{self.layout.vnc_port}"]
+        return argv
+
+    def spawn_websockify(self) -> ManagedProcess | None:
+        """Spawn websockify unless it is running; return the new process (None if nothing was spawned)."""
+        if self.websockify is not None and self.websockify.running:
+            return None
+        self.websockify = self._process("websockify", self._websockify_argv())
+        self.websockify.start()
+        return self.websockify
+
+    def spawn_x11vnc(self) -> ManagedProcess | None:
+        """Spawn x11vnc unless it is running (Xvfb must be ready); return the new process or None."""
+        if self.x11vnc is not None and self.x11vnc.running:
+            return None
+        self.x11vnc = self._process("x11vnc", self._x11vnc_argv())
+        self.x11vnc.start()
+        return self.x11vnc
+
+    async def wait_vnc(self, within: float = VNC_READY_TIMEOUT) -> None:
+        assert self.x11vnc is not None
+        assert self.websockify is not None
+        await self.x11vnc.wait_ready(TcpPortProbe(self.layout.vnc_port), within=within)
+        await self.websockify.wait_ready(TcpPortProbe(self.layout.novnc_port), within=within)
+
+    async def ensure_vnc(self, within: float = VNC_READY_TIMEOUT) -> None:
+        """Make sure x11vnc and websockify run and accept connections; (re)start whichever is missing."""
+        if self.xvfb is None or not self.xvfb.running:
+            raise ProcessStartError(f"Cannot start the live view of display {self.layout.display}: Xvfb is not running")
+        async with self._vnc_lock:
+            stale = [p for p in (self.x11vnc, self.websockify) if p is not None and not p.running]
+            for process in stale:
+                await process.aclose()  # reap leftovers of a crashed one (already dead; just releases its fds)
+            self.spawn_websockify()
+            self.spawn_x11vnc()
+            await self.wait_vnc(within)
+
+    async def set_view_only(self, view_only: bool) -> None:
+        """Switch x11vnc between view-only and interactive (applies to connected viewers as well)."""
+        async with self._vnc_lock:
+            self._view_only = view_only
+            if self.x11vnc is None or not self.x11vnc.running:
+                return  # the next start uses the new mode
+            command = "viewonly" if view_only else "noviewonly"
+            await self._remote(command)
+            logger.info(
+                "Display %s live view is now %s", self.layout.display, "view-only" if view_only else "interactive"
+            )
+
+    async def _remote(self, command: str) -> None:
+        """Send ``x11vnc -remote <command>`` and wait for its ack. Retried for a few seconds, because a fresh
+        x11vnc opens its RFB port before it answers on its remote-control X property."""
+        argv = ["x11vnc", "-display", self.layout.display, "-sync", "-remote", command]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + REMOTE_TIMEOUT
+        delay = 0.05
+        while True:
+            process = ManagedProcess(
+                f"x11vnc -remote {command}", argv, env=self.env, terminate_grace=1.0, expect_exit=True
+            )
+            async with process:
+                done, _ = await asyncio.wait({process.died}, timeout=max(deadline - loop.time(), 0.1))
+            if done and process.returncode == 0:
+                return
+            if loop.time() + delay >= deadline:
+                raise ProcessStartError(
+                    f"x11vnc on {self.layout.display} did not accept '-remote {command}'",
+                    stderr_tail=process.output_tail(),
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    async def stop_vnc(self) -> None:
+        for process in (self.websockify, self.x11vnc):
+            if process is not None:
+                await process.aclose()
+
+    async def aclose(self) -> None:
+        """Stop websockify, x11vnc, then Xvfb (each shielded)."""
+        await self.stop_vnc()
+        if self.xvfb is not None:
+            await self.xvfb.aclose()
+        if self._xvfb_probe is not None:
+            self._xvfb_probe.close()

@@ -1,0 +1,368 @@
+"""SlotPool: ``MAX_CONCURRENT_SESSIONS`` display slots, handed out first come first served (spec §7).
+
+* :meth:`SlotPool.acquire` (``async with``) or :meth:`SlotPool.lease` waits for the **lowest free** slot.
+  Waiters are served strictly in arrival order from an explicit FIFO queue; a newcomer never overtakes a
+  queued waiter even if a slot happens to be free at that instant. ``on_wait(n_ahead)`` is awaited once if the
+  caller has to queue. Cancelling a waiter leaks nothing (a slot granted at the same moment is passed on).
+* The lease does not start processes by itself: the holder calls :meth:`SlotLease.start_browser` (so it can
+  report "starting browser" separately from "waiting for a slot", choose the live view and window size, and
+  restart a slot whose browser died). Releasing the lease tears all of the slot's processes down before the
+  slot is handed on, so every run gets a fresh Chromium and a fresh user-data dir.
+* Keep-alive eviction: a holder marks itself parked with :meth:`SlotLease.park` and an async release
+  callback. When a caller has to queue, the pool asks the **longest-parked** holder to release (calls its
+  callback in a pool-owned task) and waits up to ``eviction_timeout`` (30 s) for that slot to come back; the
+  head of the queue then gets it. Only parked holders are ever evicted. A holder that parks while callers are
+  queued is evicted at once.
+* Entering the pool takes the run-dir lock and cleans up whatever a previous process of this instance left
+  (see :mod:`openbrowse.slots.ledger`); closing it stops every slot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from openbrowse.errors import BrowserUnavailable
+from openbrowse.slots.ledger import Ledger, cleanup_leftovers
+from openbrowse.slots.process import run_shielded
+from openbrowse.slots.slot import Slot
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from openbrowse.config import Settings
+    from openbrowse.slots.ledger import CleanupReport
+
+__all__ = ["OnWait", "PoolStats", "ReleaseCallback", "SlotLease", "SlotPool"]
+
+logger = logging.getLogger(__name__)
+
+OnWait = Callable[[int], Awaitable[None]]
+ReleaseCallback = Callable[[], Awaitable[None]]
+
+EVICTION_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class PoolStats:
+    size: int
+    busy: int
+    parked: int
+    free: int
+    queued: int
+
+
+@dataclass(eq=False)
+class _Waiter:
+    owner: str
+    future: asyncio.Future[int]
+
+
+class SlotLease:
+    """Exclusive use of one slot until :meth:`release`. Also an async context manager that releases on exit."""
+
+    def __init__(self, pool: SlotPool, index: int, owner: str) -> None:
+        self._pool = pool
+        self.index = index
+        self.owner = owner
+        self.slot: Slot = pool.slots[index]
+        self.parked_since: float | None = None
+        self._release_callback: ReleaseCallback | None = None
+        self.evicting = False
+        self._eviction_failed = False
+        self._releasing = False
+        self.released = asyncio.Event()
+
+    @property
+    def parked(self) -> bool:
+        return self.parked_since is not None
+
+    @property
+    def active(self) -> bool:
+        return not self._releasing
+
+    def _check_active(self) -> None:
+        if self._releasing:
+            raise RuntimeError(f"the lease of slot {self.slot.index} held by {self.owner} was released")
+
+    async def start_browser(self, *, vnc: bool = True, window_size: tuple[int, int] | None = None) -> Slot:
+        """Start the slot's processes (idempotent; rebuilds a slot whose Xvfb or Chromium died); return it."""
+        self._check_active()
+        self._pool._check_open()
+        await self.slot.start(vnc=vnc, window_size=window_size)
+        return self.slot
+
+    def park(self, release_callback: ReleaseCallback) -> None:
+        """Mark this holder idle and evictable; ``release_callback`` must end up releasing the lease."""
+        self._check_active()
+        self.parked_since = asyncio.get_running_loop().time()
+        self._release_callback = release_callback
+        self._eviction_failed = False
+        self._pool._maybe_evict()
+
+    def unpark(self) -> bool:
+        """Mark this holder busy again. False if an eviction has already begun (the holder is being released)."""
+        if self.evicting or self._releasing:
+            return False
+        self.parked_since = None
+        self._release_callback = None
+        return True
+
+    async def release(self) -> None:
+        """Stop the slot's processes and hand the slot to the next waiter (shielded; idempotent)."""
+        await run_shielded(self._pool._release(self))
+
+    async def __aenter__(self) -> SlotLease:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.release()
+
+    def __repr__(self) -> str:
+        state = "released" if self._releasing else "parked" if self.parked else "busy"
+        return f"<SlotLease slot={self.slot.index} owner={self.owner!r} {state}>"
+
+
+class _Acquire:
+    def __init__(self, pool: SlotPool, owner: str, on_wait: OnWait | None) -> None:
+        self._pool = pool
+        self._owner = owner
+        self._on_wait = on_wait
+        self._lease: SlotLease | None = None
+
+    async def __aenter__(self) -> SlotLease:
+        self._lease = await self._pool.lease(self._owner, self._on_wait)
+        return self._lease
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._lease is not None:
+            await self._lease.release()
+
+
+class SlotPool:
+    """N display slots with FIFO waiting and eviction of parked holders. Use as ``async with``."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        base_index: int = 0,
+        size: int | None = None,
+        eviction_timeout: float = EVICTION_TIMEOUT,
+    ) -> None:
+        self.settings = settings
+        self.size = size if size is not None else settings.MAX_CONCURRENT_SESSIONS
+        if self.size < 1:
+            raise ValueError("a slot pool needs at least one slot")
+        self.base_index = base_index
+        self.eviction_timeout = eviction_timeout
+        self.ledger = Ledger(settings.run_dir)
+        self.slots = [Slot(settings, base_index + i, ledger=self.ledger) for i in range(self.size)]
+        self._free: set[int] = set(range(self.size))
+        self._leases: dict[int, SlotLease] = {}
+        self._waiters: deque[_Waiter] = deque()
+        self._evictions: dict[int, asyncio.Task[None]] = {}
+        self._open = False
+        self._closed = False
+        self.last_cleanup: CleanupReport | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Lock the run dir and clean up leftovers of a previous process of this instance."""
+        if self._open or self._closed:
+            raise RuntimeError("SlotPool can be started once")
+        self.ledger.lock()
+        try:
+            self.last_cleanup = await asyncio.to_thread(
+                cleanup_leftovers,
+                self.ledger.path,
+                self.settings.run_dir,
+                [slot.layout for slot in self.slots],
+                self.settings.run_dir / "slots",
+            )
+            self.ledger.reset()
+        except BaseException:
+            self.ledger.unlock()
+            raise
+        if not self.last_cleanup.empty:
+            logger.warning("Slot start-up cleanup: %s", self.last_cleanup)
+        self._open = True
+
+    async def aclose(self) -> None:
+        """Fail queued callers, stop eviction tasks and every slot (shielded; idempotent)."""
+        await run_shielded(self._close())
+
+    async def _close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.future.done():
+                waiter.future.set_exception(BrowserUnavailable("The display slot pool is shutting down"))
+        tasks = list(self._evictions.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for lease in list(self._leases.values()):
+            lease._releasing = True
+            lease.released.set()
+        await asyncio.gather(*(slot.aclose() for slot in self.slots), return_exceptions=True)
+        self._leases.clear()
+        if self._open:
+            self.ledger.reset()
+            self.ledger.unlock()
+
+    async def __aenter__(self) -> SlotPool:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- acquiring ------------------------------------------------------------------------------------------
+    def acquire(self, owner: str, on_wait: OnWait | None = None) -> _Acquire:
+        """``async with pool.acquire(owner) as lease:`` — wait for a slot (FIFO), release it on exit."""
+        return _Acquire(self, owner, on_wait)
+
+    async def lease(self, owner: str, on_wait: OnWait | None = None) -> SlotLease:
+        """Wait for the lowest free slot in FIFO order; the caller must ``await lease.release()``."""
+        self._check_open()
+        if not self._waiters and self._free:
+            index = min(self._free)
+            self._free.discard(index)
+            return self._grant(index, owner)
+        waiter = _Waiter(owner, asyncio.get_running_loop().create_future())
+        self._waiters.append(waiter)
+        ahead = len(self._waiters) - 1
+        logger.info("%s waits for a display slot (%d ahead)", owner, ahead)
+        self._maybe_evict()
+        try:
+            if on_wait is not None:
+                await on_wait(ahead)
+            index = await waiter.future
+        except BaseException:
+            self._abandon(waiter)
+            raise
+        if self._closed:
+            raise BrowserUnavailable("The display slot pool is shutting down")
+        return self._grant(index, owner)
+
+    def _abandon(self, waiter: _Waiter) -> None:
+        future = waiter.future
+        if future.done() and not future.cancelled() and future.exception() is None:
+            self._slot_freed(future.result())  # granted at the moment we gave up: pass it on
+            return
+        with contextlib.suppress(ValueError):
+            self._waiters.remove(waiter)
+        future.cancel()
+
+    def _grant(self, index: int, owner: str) -> SlotLease:
+        lease = SlotLease(self, index, owner)
+        self._leases[index] = lease
+        logger.info("Slot %d leased to %s", self.slots[index].index, owner)
+        return lease
+
+    def _slot_freed(self, index: int) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.future.done():
+                waiter.future.set_result(index)
+                return
+        self._free.add(index)
+
+    async def _release(self, lease: SlotLease) -> None:
+        if lease._releasing:
+            await lease.released.wait()
+            return
+        lease._releasing = True
+        lease.parked_since = None
+        try:
+            await lease.slot.stop()
+        finally:
+            if self._leases.get(lease.index) is lease:
+                del self._leases[lease.index]
+                if not self._closed:
+                    self._slot_freed(lease.index)
+            lease.released.set()
+            logger.info("Slot %d released by %s", lease.slot.index, lease.owner)
+
+    # -- eviction -------------------------------------------------------------------------------------------
+    def _maybe_evict(self) -> None:
+        if self._closed:
+            return
+        needed = len(self._waiters) - len(self._evictions)
+        while needed > 0:
+            candidates = [
+                lease
+                for lease in self._leases.values()
+                if lease.parked and not lease.evicting and not lease._releasing and not lease._eviction_failed
+            ]
+            if not candidates:
+                return
+            victim = min(candidates, key=lambda lease: lease.parked_since or 0.0)
+            victim.evicting = True
+            task = asyncio.get_running_loop().create_task(self._evict(victim), name=f"evict-slot-{victim.index}")
+            self._evictions[victim.index] = task
+            needed -= 1
+
+    async def _evict(self, lease: SlotLease) -> None:
+        callback = lease._release_callback
+        logger.info("Asking parked %s to release slot %d for a queued caller", lease.owner, lease.slot.index)
+        try:
+            async with asyncio.timeout(self.eviction_timeout):
+                if callback is not None:
+                    await callback()
+                await lease.released.wait()
+        except TimeoutError:
+            lease._eviction_failed = True
+            logger.warning(
+                "%s did not release slot %d within %.0f s", lease.owner, lease.slot.index, self.eviction_timeout
+            )
+        except Exception:
+            lease._eviction_failed = True
+            logger.exception("Release callback of %s failed", lease.owner)
+        finally:
+            lease.evicting = False
+            self._evictions.pop(lease.index, None)
+        self._maybe_evict()
+
+    # -- introspection --------------------------------------------------------------------------------------
+    def stats(self) -> PoolStats:
+        parked = sum(1 for lease in self._leases.values() if lease.parked and not lease._releasing)
+        free = len(self._free)
+        return PoolStats(
+            size=self.size,
+            busy=self.size - free - parked,
+            parked=parked,
+            free=free,
+            queued=len(self._waiters),
+        )
+
+    @property
+    def leases(self) -> list[SlotLease]:
+        return list(self._leases.values())
+
+    def _check_open(self) -> None:
+        if self._closed or not self._open:
+            raise BrowserUnavailable("The display slot pool is not running")

@@ -1,0 +1,352 @@
+"""Slot: one display slot's processes (Xvfb, x11vnc, websockify, Chromium) brought up and torn down as a unit.
+
+Start order, chosen so the start costs about as much as the slowest process and no more:
+
+* t=0: resolve the browser binary (fails before anything is spawned), spawn Xvfb and websockify (websockify
+  needs no X server and is the slowest to boot), wipe the user-data dir while they boot;
+* Xvfb ready (``-displayfd``): spawn x11vnc and Chromium;
+* wait for Chromium's ``/json/version`` (30 s), the single active tab, then the VNC and noVNC ports.
+
+Readiness is always a real probe, never a sleep. If anything fails, everything already spawned is torn down
+(shielded) before the error propagates, and the slot can be started again.
+
+:attr:`Slot.died` resolves with a :class:`ProcessDied` naming the child when an *essential* child (Xvfb or
+Chromium) exits while the slot is running. x11vnc and websockify are not essential: :meth:`ensure_vnc`
+restarts them. :meth:`stop` tears down in reverse order (Chromium with TERM then KILL after 5 s, websockify,
+x11vnc, Xvfb), kills anything still carrying the slot's environment tag (Chromium's crashpad handlers run in
+their own process groups) and moves the slot's directory (the profile) aside; it is deleted in the background
+(``rmtree`` of a used profile costs 0.3 s on a ``discard``-mounted disk) and :meth:`aclose` waits for that.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from openbrowse.errors import ProcessDied
+from openbrowse.slots.chromium import BrowserProcess, find_browser_binary, prepare_fresh_dir
+from openbrowse.slots.display import DisplayStack
+from openbrowse.slots.layout import SCREEN_HEIGHT, SCREEN_WIDTH, SlotLayout
+from openbrowse.slots.ledger import TAG_ENV, kill_tagged, slot_tag
+from openbrowse.slots.process import ManagedProcess, run_shielded
+
+if TYPE_CHECKING:
+    from pathlib import Path
+    from types import TracebackType
+
+    from openbrowse.config import Settings
+    from openbrowse.slots.ledger import Ledger
+
+__all__ = ["Slot", "SlotState"]
+
+logger = logging.getLogger(__name__)
+
+ESSENTIAL = frozenset({"Xvfb", "Chromium"})
+
+# What children inherit from the service's environment. API keys and other secrets stay out of Chromium's.
+INHERITED_ENV = frozenset(
+    {
+        "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "XDG_RUNTIME_DIR",
+        "FONTCONFIG_FILE", "FONTCONFIG_PATH",
+        "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+    }
+)  # fmt: skip
+
+
+def child_environment(tag: str) -> dict[str, str]:
+    """The environment of a slot's children: a small allow-list of the service's own, plus the slot tag."""
+    env = {key: value for key, value in os.environ.items() if key in INHERITED_ENV or key.startswith("LC_")}
+    env[TAG_ENV] = tag
+    return env
+
+
+class SlotState(StrEnum):
+    STOPPED = "stopped"
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+
+
+class Slot:
+    """The processes of display slot ``index`` (absolute index: pool base index + local index)."""
+
+    def __init__(self, settings: Settings, index: int, *, ledger: Ledger | None = None) -> None:
+        self.settings = settings
+        self.layout = SlotLayout(index)
+        self.tag = slot_tag(settings.run_dir, index)
+        self.directory: Path = settings.run_dir / "slots" / f"slot-{index}"
+        self._ledger = ledger
+        self._state = SlotState.STOPPED
+        self._lock = asyncio.Lock()
+        self._display: DisplayStack | None = None
+        self._browser: BrowserProcess | None = None
+        self._died: asyncio.Future[ProcessDied] | None = None
+        self._view_only = True
+        self._janitor: asyncio.Task[None] | None = None
+        self._trash_serial = 0
+
+    # -- addresses ------------------------------------------------------------------------------------------
+    @property
+    def index(self) -> int:
+        return self.layout.index
+
+    @property
+    def display(self) -> str:
+        return self.layout.display
+
+    @property
+    def vnc_port(self) -> int:
+        return self.layout.vnc_port
+
+    @property
+    def novnc_port(self) -> int:
+        return self.layout.novnc_port
+
+    @property
+    def cdp_port(self) -> int:
+        return self.layout.cdp_port
+
+    @property
+    def cdp_url(self) -> str:
+        """``http://127.0.0.1:<cdp port>`` (what ``BrowserSession(cdp_url=…)`` takes)."""
+        return self.layout.cdp_url
+
+    @property
+    def cdp_ws_url(self) -> str:
+        """The browser WebSocket URL from ``/json/version`` of the running Chromium."""
+        if self._browser is None or self._state is not SlotState.RUNNING:
+            raise RuntimeError(f"slot {self.index} is not running")
+        return self._browser.ws_url
+
+    @property
+    def user_data_dir(self) -> Path:
+        return self.directory / "user-data"
+
+    @property
+    def state(self) -> SlotState:
+        return self._state
+
+    @property
+    def running(self) -> bool:
+        return self._state is SlotState.RUNNING and (self._died is None or not self._died.done())
+
+    @property
+    def view_only(self) -> bool:
+        return self._display.view_only if self._display is not None else self._view_only
+
+    @property
+    def died(self) -> asyncio.Future[ProcessDied]:
+        """Resolves with :class:`ProcessDied` naming the essential child that exited unexpectedly.
+
+        Each access returns a new shielded view; it never resolves for a clean :meth:`stop`.
+        """
+        if self._died is None:
+            raise RuntimeError(f"slot {self.index} was never started")
+        return asyncio.shield(self._died)
+
+    async def watch(self) -> ProcessDied:
+        """Wait until an essential child dies; return the :class:`ProcessDied` describing it."""
+        return await self.died
+
+    def processes(self) -> list[ManagedProcess]:
+        """The managed children currently known (running or not), leaders of their process groups."""
+        found: list[ManagedProcess | None] = []
+        if self._browser is not None:
+            found.append(self._browser.process)
+        if self._display is not None:
+            found += [self._display.websockify, self._display.x11vnc, self._display.xvfb]
+        return [p for p in found if p is not None]
+
+    # -- hooks ----------------------------------------------------------------------------------------------
+    def _on_spawn(self, process: ManagedProcess) -> None:
+        if self._ledger is not None:
+            self._ledger.record(process, kind=process.name, slot=self.index)
+
+    def _on_exit(self, process: ManagedProcess) -> None:
+        if self._ledger is not None:
+            self._ledger.forget(process.pid)
+        if process.closing or process.name not in ESSENTIAL:
+            return
+        if self._state is SlotState.RUNNING and self._died is not None and not self._died.done():
+            logger.error("Slot %d: %s died (exit code %s)", self.index, process.name, process.returncode)
+            self._died.set_result(ProcessDied(process.name, process.returncode))
+
+    # -- start ----------------------------------------------------------------------------------------------
+    async def start(self, *, vnc: bool = True, window_size: tuple[int, int] | None = None) -> None:
+        """Bring the slot up. Idempotent while running; a slot whose child died is rebuilt from scratch."""
+        async with self._lock:
+            if self._state is SlotState.RUNNING and self.running:
+                if vnc:
+                    await self._ensure_vnc_locked()
+                return
+            if self._state is not SlotState.STOPPED:
+                await run_shielded(self._teardown())
+            try:
+                await self._start(vnc=vnc, window_size=window_size or (SCREEN_WIDTH, SCREEN_HEIGHT))
+            except BaseException:
+                await run_shielded(self._teardown())
+                raise
+
+    async def _start(self, *, vnc: bool, window_size: tuple[int, int]) -> None:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        binary = find_browser_binary(self.settings)  # BrowserUnavailable before anything is spawned
+        self._state = SlotState.STARTING
+        self._died = loop.create_future()
+        env = child_environment(self.tag)
+        self._display = DisplayStack(
+            self.layout,
+            novnc_web_dir=self.settings.NOVNC_WEB_DIR,
+            env=env,
+            view_only=self._view_only,
+            on_spawn=self._on_spawn,
+            on_exit=self._on_exit,
+        )
+        self._browser = BrowserProcess(
+            binary,
+            display=self.layout.display,
+            cdp_port=self.layout.cdp_port,
+            user_data_dir=self.user_data_dir,
+            env={**env, "XDG_CONFIG_HOME": str(self.directory / "config")},
+            light=self.settings.CHROME_LIGHT_FLAGS,
+            window_size=window_size,
+            on_spawn=self._on_spawn,
+            on_exit=self._on_exit,
+        )
+        if self._ledger is not None:
+            self._ledger.add_dir(self.directory)
+        self._display.spawn_xvfb()
+        if vnc:
+            self._display.spawn_websockify()
+        await asyncio.to_thread(prepare_fresh_dir, self.directory)
+        await self._display.wait_xvfb()
+        if vnc:
+            self._display.spawn_x11vnc()
+        self._browser.spawn()
+        await self._browser.wait_ready()
+        if vnc:
+            await self._display.wait_vnc()
+        self._state = SlotState.RUNNING
+        for process in (self._display.xvfb, self._browser.process):
+            if process is not None and not process.running and not self._died.done():
+                self._died.set_result(ProcessDied(process.name, process.returncode))
+        logger.info(
+            "Slot %d up on %s (CDP %d, noVNC %s) in %.3f s",
+            self.index,
+            self.display,
+            self.cdp_port,
+            self.novnc_port if vnc else "off",
+            loop.time() - started,
+        )
+
+    # -- live view ------------------------------------------------------------------------------------------
+    async def ensure_vnc(self) -> None:
+        """(Re)start x11vnc and websockify if they are not running. The slot must be running."""
+        async with self._lock:
+            await self._ensure_vnc_locked()
+
+    async def _ensure_vnc_locked(self) -> None:
+        if self._display is None or self._state is not SlotState.RUNNING:
+            raise RuntimeError(f"slot {self.index} is not running")
+        await self._display.ensure_vnc()
+
+    async def set_view_only(self, view_only: bool) -> None:
+        """Let viewers only watch (default) or also control the browser; kept across live-view restarts."""
+        self._view_only = view_only
+        if self._display is not None:
+            await self._display.set_view_only(view_only)
+
+    # -- stop -----------------------------------------------------------------------------------------------
+    async def _teardown(self) -> None:
+        """Reverse order: Chromium, websockify, x11vnc, Xvfb; then tagged leftovers and the profile dir.
+
+        Each step runs even if an earlier one failed, so one misbehaving child never strands the others.
+        """
+        if self._state is SlotState.STOPPED and self._display is None and self._browser is None:
+            return
+        self._state = SlotState.STOPPING
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            for step in (self._browser, self._display):
+                if step is None:
+                    continue
+                try:
+                    await step.aclose()
+                except Exception:
+                    logger.exception("Slot %d: stopping %s failed", self.index, type(step).__name__)
+            try:
+                leftovers = await asyncio.to_thread(kill_tagged, self.tag)
+            except Exception:
+                logger.exception("Slot %d: sweeping tagged leftovers failed", self.index)
+            else:
+                if leftovers:
+                    logger.debug("Slot %d: killed leftover helpers %s", self.index, leftovers)
+            self._discard_directory()
+            if self._ledger is not None:
+                self._ledger.remove_dir(self.directory)
+        finally:
+            self._browser = None
+            self._display = None
+            self._state = SlotState.STOPPED
+            logger.info("Slot %d stopped in %.3f s", self.index, loop.time() - started)
+
+    async def _locked_teardown(self) -> None:
+        async with self._lock:
+            await self._teardown()
+
+    def _discard_directory(self) -> None:
+        """Move the slot directory out of the way now and delete it in the background.
+
+        Deleting a used profile (~200 files) takes 0.3 s on a disk mounted with ``discard``; renaming it takes
+        microseconds, so a stop hands the slot on at once. The deletion task is owned by the slot and awaited by
+        :meth:`aclose`; a process that dies first leaves the trash to the pool's start-up cleanup, which wipes
+        the whole ``slots`` directory.
+        """
+        if not self.directory.exists():
+            return
+        self._trash_serial += 1
+        trash = self.directory.with_name(f".trash-{self.directory.name}-{os.getpid()}-{self._trash_serial}")
+        try:
+            self.directory.rename(trash)
+        except OSError:
+            logger.exception("Slot %d: could not move %s aside; deleting it in place", self.index, self.directory)
+            trash = self.directory
+        previous = self._janitor
+
+        async def delete() -> None:
+            if previous is not None:
+                await previous
+            await asyncio.to_thread(shutil.rmtree, trash, True)
+
+        self._janitor = asyncio.get_running_loop().create_task(delete(), name=f"slot-{self.index}-janitor")
+
+    async def stop(self) -> None:
+        """Tear the processes down (shielded; idempotent); the slot can be started again afterwards.
+
+        The slot directory (profile) is moved aside at once and deleted in the background; use :meth:`aclose`
+        to also wait for that.
+        """
+        await run_shielded(self._locked_teardown())
+
+    async def aclose(self) -> None:
+        """:meth:`stop`, then wait until the old profile directories are deleted."""
+        await self.stop()
+        if self._janitor is not None:
+            await run_shielded(self._janitor)
+
+    async def __aenter__(self) -> Slot:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -1,0 +1,114 @@
+"""BrowserRepo: typed access to the ``browsers`` table (raw browsers, spec §19.1)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from openbrowse.domain.browsers import BrowserRecord, BrowserStatus, BrowserStopReason
+from openbrowse.domain.clock import from_wire, to_wire
+from openbrowse.domain.ids import BrowserId
+from openbrowse.errors import BrowserNotFound
+
+if TYPE_CHECKING:
+    import aiosqlite
+
+    from openbrowse.store.db import Database
+
+_COLUMNS = [f.name for f in fields(BrowserRecord)]
+_TIME_COLUMNS = {"started_at", "timeout_at", "finished_at"}
+
+
+def _to_column(name: str, value: Any) -> Any:
+    if name == "metadata":
+        return json.dumps(value or {}, ensure_ascii=False)
+    if value is None:
+        return None
+    if name in _TIME_COLUMNS:
+        return to_wire(value)
+    if name in {"status", "stop_reason"}:
+        return str(value)
+    return value
+
+
+def _from_row(row: aiosqlite.Row) -> BrowserRecord:
+    finished = row["finished_at"]
+    reason = row["stop_reason"]
+    metadata = json.loads(row["metadata"] or "{}")
+    return BrowserRecord(
+        id=BrowserId(row["id"]),
+        status=BrowserStatus(row["status"]),
+        timeout_minutes=float(row["timeout_minutes"]),
+        started_at=from_wire(row["started_at"]),
+        timeout_at=from_wire(row["timeout_at"]),
+        finished_at=from_wire(finished) if finished else None,
+        stop_reason=BrowserStopReason(reason) if reason else None,
+        profile_id=row["profile_id"],
+        screen_width=row["screen_width"],
+        screen_height=row["screen_height"],
+        metadata={str(k): str(v) for k, v in metadata.items()} if isinstance(metadata, dict) else {},
+    )
+
+
+class BrowserRepo:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def insert(self, record: BrowserRecord) -> BrowserRecord:
+        columns = ", ".join(_COLUMNS)
+        marks = ", ".join("?" for _ in _COLUMNS)
+        values = tuple(_to_column(name, getattr(record, name)) for name in _COLUMNS)
+        async with self._db.transaction() as conn:
+            await conn.execute(f"INSERT INTO browsers ({columns}) VALUES ({marks})", values)
+        return record
+
+    async def find(self, browser_id: str) -> BrowserRecord | None:
+        row = await self._db.fetch_one("SELECT * FROM browsers WHERE id = ?", (browser_id,))
+        return _from_row(row) if row is not None else None
+
+    async def get(self, browser_id: str) -> BrowserRecord:
+        record = await self.find(browser_id)
+        if record is None:
+            raise BrowserNotFound()
+        return record
+
+    async def mark_stopped(
+        self, browser_id: BrowserId, *, reason: BrowserStopReason, finished_at: datetime
+    ) -> BrowserRecord:
+        """Record the end of an active browser; a browser already stopped keeps its first end."""
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "UPDATE browsers SET status = ?, stop_reason = ?, finished_at = ? WHERE id = ? AND status = ?",
+                (
+                    str(BrowserStatus.STOPPED),
+                    str(reason),
+                    to_wire(finished_at),
+                    browser_id,
+                    str(BrowserStatus.ACTIVE),
+                ),
+            )
+        return await self.get(browser_id)
+
+    async def stop_all_active(self, *, reason: BrowserStopReason, finished_at: datetime) -> int:
+        """Mark every ``active`` row stopped (start-up reconciliation); return how many there were."""
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "UPDATE browsers SET status = ?, stop_reason = ?, finished_at = ? WHERE status = ?",
+                (str(BrowserStatus.STOPPED), str(reason), to_wire(finished_at), str(BrowserStatus.ACTIVE)),
+            )
+            return int(cursor.rowcount or 0)
+
+    async def page(
+        self, page: int, page_size: int, status: BrowserStatus | None = None
+    ) -> tuple[list[BrowserRecord], int]:
+        """Newest first; optionally only one status."""
+        where, params = ("WHERE status = ?", (str(status),)) if status is not None else ("", ())
+        total_row = await self._db.fetch_one(f"SELECT COUNT(*) FROM browsers {where}", params)
+        total = int(total_row[0]) if total_row else 0
+        rows = await self._db.fetch_all(
+            f"SELECT * FROM browsers {where} ORDER BY started_at DESC, rowid DESC LIMIT ? OFFSET ?",
+            (*params, page_size, (page - 1) * page_size),
+        )
+        return [_from_row(row) for row in rows], total

@@ -1,0 +1,116 @@
+"""FeedRepo: the ``messages`` table. Ordered by a monotonically increasing sequence, never by timestamp."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from openbrowse.domain.clock import Clock, from_wire, to_wire, utc_now
+from openbrowse.domain.feed import FeedEntry, Message
+from openbrowse.domain.ids import MessageId, SessionId, new_message_id
+from openbrowse.errors import InvalidRequest
+
+if TYPE_CHECKING:
+    import aiosqlite
+
+    from openbrowse.store.db import Database
+
+
+def _message(row: aiosqlite.Row) -> Message:
+    return Message(
+        id=MessageId(row["id"]),
+        session_id=SessionId(row["session_id"]),
+        seq=int(row["seq"]),
+        role=row["role"],
+        type=row["type"],
+        summary=row["summary"],
+        data=row["data"],
+        hidden=bool(row["hidden"]),
+        created_at=from_wire(row["created_at"]),
+    )
+
+
+class FeedRepo:
+    """Implements :class:`openbrowse.domain.feed.FeedSink`."""
+
+    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+        self._db = db
+        self._clock = clock
+
+    async def append(self, session_id: SessionId, entry: FeedEntry) -> Message:
+        message_id = new_message_id()
+        created = self._clock()
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "INSERT INTO messages (id, session_id, role, type, summary, data, hidden, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    message_id,
+                    session_id,
+                    entry.role,
+                    entry.type.value,
+                    entry.summary,
+                    entry.data_text(),
+                    int(entry.hidden),
+                    to_wire(created),
+                ),
+            )
+            seq = cursor.lastrowid or 0
+        return Message(
+            id=message_id,
+            session_id=session_id,
+            seq=seq,
+            role=entry.role,
+            type=entry.type.value,
+            summary=entry.summary,
+            data=entry.data_text(),
+            hidden=entry.hidden,
+            created_at=created,
+        )
+
+    async def _cursor_seq(self, session_id: str, message_id: str) -> int:
+        row = await self._db.fetch_one(
+            "SELECT seq FROM messages WHERE id = ? AND session_id = ?", (message_id, session_id)
+        )
+        if row is None:
+            raise InvalidRequest("Unknown message cursor")
+        return int(row[0])
+
+    async def page(
+        self, session_id: str, *, after: str | None = None, before: str | None = None, limit: int = 100
+    ) -> tuple[list[Message], bool]:
+        """One page in chronological order, and whether more exist beyond it in the paging direction."""
+        after_seq = await self._cursor_seq(session_id, after) if after else None
+        before_seq = await self._cursor_seq(session_id, before) if before else None
+        clauses = ["session_id = ?"]
+        params: list[object] = [session_id]
+        if after_seq is not None:
+            clauses.append("seq > ?")
+            params.append(after_seq)
+        if before_seq is not None:
+            clauses.append("seq < ?")
+            params.append(before_seq)
+        where = " AND ".join(clauses)
+        backwards = before_seq is not None and after_seq is None
+        order = "DESC" if backwards else "ASC"
+        rows = await self._db.fetch_all(
+            f"SELECT * FROM messages WHERE {where} ORDER BY seq {order} LIMIT ?", (*params, limit + 1)
+        )
+        has_more = len(rows) > limit
+        messages = [_message(row) for row in rows[:limit]]
+        if backwards:
+            messages.reverse()
+        return messages, has_more
+
+    async def all(self, session_id: str) -> list[Message]:
+        rows = await self._db.fetch_all("SELECT * FROM messages WHERE session_id = ? ORDER BY seq", (session_id,))
+        return [_message(row) for row in rows]
+
+    async def of_types(self, session_id: str, *types: str) -> list[Message]:
+        marks = ", ".join("?" for _ in types)
+        rows = await self._db.fetch_all(
+            f"SELECT * FROM messages WHERE session_id = ? AND type IN ({marks}) ORDER BY seq", (session_id, *types)
+        )
+        return [_message(row) for row in rows]
+
+    def now(self) -> object:
+        return self._clock()

@@ -1,0 +1,159 @@
+"""SessionRepo: typed access to the ``sessions`` table."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from openbrowse.domain.clock import Clock, from_wire, to_wire, utc_now
+from openbrowse.domain.failures import FailureKind
+from openbrowse.domain.ids import SessionId
+from openbrowse.domain.sessions import SessionRecord, SessionStatus
+from openbrowse.errors import SessionNotFound
+
+if TYPE_CHECKING:
+    import aiosqlite
+
+    from openbrowse.store.db import Database
+
+_JSON_COLUMNS = {"output", "output_schema", "sensitive_data"}
+_BOOL_COLUMNS = {"keep_alive", "browser_live"}
+_DECIMAL_COLUMNS = {"max_cost_usd", "allowance_usd", "llm_cost_usd", "captcha_cost_usd"}
+_COLUMNS = [f.name for f in fields(SessionRecord)]
+
+
+def _to_column(name: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if name in _JSON_COLUMNS:
+        return json.dumps(value, ensure_ascii=False)
+    if name in _BOOL_COLUMNS:
+        return int(bool(value))
+    if name == "is_task_successful":
+        return int(bool(value))
+    if name in _DECIMAL_COLUMNS:
+        return str(value)
+    if name in {"created_at", "updated_at"}:
+        return to_wire(value)
+    if name in {"status", "failure_kind"}:
+        return str(value)
+    return value
+
+
+def _from_row(row: aiosqlite.Row) -> SessionRecord:
+    values: dict[str, Any] = {}
+    for name in _COLUMNS:
+        raw = row[name]
+        if raw is None:
+            values[name] = None
+        elif name in _JSON_COLUMNS:
+            values[name] = json.loads(raw)
+        elif name in _BOOL_COLUMNS or name == "is_task_successful":
+            values[name] = bool(raw)
+        elif name in _DECIMAL_COLUMNS:
+            values[name] = Decimal(raw)
+        elif name in {"created_at", "updated_at"}:
+            values[name] = from_wire(raw)
+        elif name == "status":
+            values[name] = SessionStatus(raw)
+        elif name == "failure_kind":
+            values[name] = FailureKind(raw)
+        else:
+            values[name] = raw
+    for name in ("keep_alive", "browser_live"):
+        values[name] = bool(values[name])
+    for name in ("llm_cost_usd", "captcha_cost_usd"):
+        values[name] = values[name] if values[name] is not None else Decimal(0)
+    return SessionRecord(**values)
+
+
+class SessionRepo:
+    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+        self._db = db
+        self._clock = clock
+
+    def now(self) -> Any:
+        return self._clock()
+
+    async def insert(self, record: SessionRecord) -> SessionRecord:
+        columns = ", ".join(_COLUMNS)
+        marks = ", ".join("?" for _ in _COLUMNS)
+        values = tuple(_to_column(name, getattr(record, name)) for name in _COLUMNS)
+        async with self._db.transaction() as conn:
+            await conn.execute(f"INSERT INTO sessions ({columns}) VALUES ({marks})", values)
+        return record
+
+    async def get(self, session_id: str) -> SessionRecord:
+        row = await self._db.fetch_one("SELECT * FROM sessions WHERE id = ?", (session_id,))
+        if row is None:
+            raise SessionNotFound()
+        return _from_row(row)
+
+    async def find(self, session_id: str) -> SessionRecord | None:
+        row = await self._db.fetch_one("SELECT * FROM sessions WHERE id = ?", (session_id,))
+        return _from_row(row) if row is not None else None
+
+    async def update(self, session_id: SessionId, **changes: Any) -> SessionRecord:
+        """Write ``changes`` (SessionRecord field names) and bump ``updated_at``; return the new record."""
+        unknown = set(changes) - set(_COLUMNS)
+        if unknown:
+            raise ValueError(f"unknown session fields: {sorted(unknown)}")
+        changes["updated_at"] = self._clock()
+        assignments = ", ".join(f"{name} = ?" for name in changes)
+        values = tuple(_to_column(name, value) for name, value in changes.items())
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*values, session_id))
+            if cursor.rowcount == 0:
+                raise SessionNotFound()
+        return await self.get(session_id)
+
+    async def add_usage(
+        self, session_id: SessionId, *, input_tokens: int, output_tokens: int, llm_cost: Decimal
+    ) -> SessionRecord:
+        """Set the session's running totals (absolute values, so a retried write never double counts)."""
+        return await self.update(
+            session_id,
+            total_input_tokens=input_tokens,
+            total_output_tokens=output_tokens,
+            llm_cost_usd=llm_cost,
+        )
+
+    async def delete(self, session_id: str) -> None:
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            if cursor.rowcount == 0:
+                raise SessionNotFound()
+
+    async def page(self, page: int, page_size: int) -> tuple[list[SessionRecord], int]:
+        total_row = await self._db.fetch_one("SELECT COUNT(*) FROM sessions")
+        total = int(total_row[0]) if total_row else 0
+        rows = await self._db.fetch_all(
+            "SELECT * FROM sessions ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
+            (page_size, (page - 1) * page_size),
+        )
+        return [_from_row(row) for row in rows], total
+
+    async def with_status(self, *statuses: SessionStatus) -> list[SessionRecord]:
+        marks = ", ".join("?" for _ in statuses)
+        rows = await self._db.fetch_all(
+            f"SELECT * FROM sessions WHERE status IN ({marks}) ORDER BY created_at", tuple(str(s) for s in statuses)
+        )
+        return [_from_row(row) for row in rows]
+
+    async def queued(self) -> list[SessionRecord]:
+        """Sessions whose dispatched task never started, in submission order."""
+        rows = await self._db.fetch_all(
+            "SELECT * FROM sessions WHERE status = ? AND pending_task IS NOT NULL ORDER BY queue_seq",
+            (str(SessionStatus.CREATED),),
+        )
+        return [_from_row(row) for row in rows]
+
+    async def next_queue_seq(self) -> int:
+        row = await self._db.fetch_one("SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM sessions")
+        return int(row[0]) if row else 1
+
+    async def count_by_status(self) -> dict[str, int]:
+        rows = await self._db.fetch_all("SELECT status, COUNT(*) FROM sessions GROUP BY status")
+        return {str(row[0]): int(row[1]) for row in rows}

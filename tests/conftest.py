@@ -1,0 +1,53 @@
+"""Shared fixtures: real servers in temp homes, the official SDK as the caller, the fake provider."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+
+import pytest
+from browser_use_sdk.v3 import AsyncBrowserUse
+
+from tests.support.server import ServerProcess
+
+StartServer = Callable[..., ServerProcess]
+
+
+@pytest.fixture
+def start_server(tmp_path: Path) -> Iterator[StartServer]:
+    """Start ``python -m openbrowse serve`` with extra environment; stopped and checked for leftovers after."""
+    servers: list[ServerProcess] = []
+
+    def start(home: Path | None = None, **env: object) -> ServerProcess:
+        server = ServerProcess(
+            home=home or tmp_path / f"home{len(servers)}",
+            env={key: str(value) for key, value in env.items()},
+        )
+        servers.append(server)
+        return server.start()
+
+    yield start
+    problems = []
+    for server in servers:
+        server.stop()
+        left = server.leftovers()
+        if left:
+            problems.append(f"{server.port}: {[p.name() for p in left]}")
+            for proc in left:
+                proc.kill()
+    assert not problems, f"processes left behind: {problems}"
+
+
+@pytest.fixture
+async def sdk() -> AsyncIterator[Callable[[ServerProcess], AsyncBrowserUse]]:
+    """The official browser-use-sdk v3 client pointed at a server."""
+    clients: list[AsyncBrowserUse] = []
+
+    def connect(server: ServerProcess, api_key: str = "local-key") -> AsyncBrowserUse:
+        client = AsyncBrowserUse(api_key=api_key, base_url=server.v3, max_retries=0)
+        clients.append(client)
+        return client
+
+    yield connect
+    for client in clients:
+        await client.close()

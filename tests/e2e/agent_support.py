@@ -1,0 +1,73 @@
+"""Helpers for end-to-end agent runs: a shared fake provider, fixture sites and polling."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+import httpx
+
+from tests.support.server import ServerProcess
+
+TERMINAL = {"idle", "stopped", "timed_out", "error", "expired"}
+
+
+def token(prefix: str) -> str:
+    """A unique marker to put in a task, so the fake provider can route that session's requests."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def create(server: ServerProcess, **body: Any) -> dict[str, Any]:
+    response = httpx.post(f"{server.v3}/sessions", json=body, timeout=30)
+    assert response.status_code == 200, response.text
+    data: dict[str, Any] = response.json()
+    return data
+
+
+def get(server: ServerProcess, session_id: str) -> dict[str, Any]:
+    data: dict[str, Any] = httpx.get(f"{server.v3}/sessions/{session_id}", timeout=30).json()
+    return data
+
+
+def wait_until_status(
+    server: ServerProcess, session_id: str, statuses: set[str], timeout: float = 120.0
+) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    session = get(server, session_id)
+    while time.monotonic() < deadline:
+        session = get(server, session_id)
+        if session["status"] in statuses:
+            return session
+        time.sleep(0.2)
+    raise TimeoutError(f"{session_id} is {session['status']}, wanted {statuses}\n{server.log()[-3000:]}")
+
+
+def wait_for_message(server: ServerProcess, session_id: str, predicate: Any, timeout: float = 60.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for message in messages(server, session_id):
+            if predicate(message):
+                return message
+        time.sleep(0.1)
+    raise TimeoutError(f"no matching message in {session_id}: {[m['summary'] for m in messages(server, session_id)]}")
+
+
+def messages(server: ServerProcess, session_id: str) -> list[dict[str, Any]]:
+    data = httpx.get(f"{server.v3}/sessions/{session_id}/messages", params={"limit": 1000}, timeout=30).json()
+    result: list[dict[str, Any]] = data["messages"]
+    return result
+
+
+def data_of(message: dict[str, Any]) -> dict[str, Any]:
+    value: dict[str, Any] = json.loads(message["data"]) if message["data"] else {}
+    return value
+
+
+def stop(server: ServerProcess, session_id: str, strategy: str | None = None) -> dict[str, Any]:
+    body = {"strategy": strategy} if strategy else None
+    response = httpx.post(f"{server.v3}/sessions/{session_id}/stop", json=body, timeout=60)
+    assert response.status_code == 200, response.text
+    data: dict[str, Any] = response.json()
+    return data

@@ -1,0 +1,74 @@
+"""Authentication on a server with API_KEY set, and the refusal to serve a public bind without one."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+
+import httpx
+import pytest
+from browser_use_sdk import BrowserUseError
+from browser_use_sdk.v3 import AsyncBrowserUse
+
+from tests.conftest import StartServer
+from tests.support.server import ServerProcess
+
+pytestmark = pytest.mark.e2e
+
+
+async def test_api_key_is_required_and_checked(start_server: StartServer, sdk: Callable[..., AsyncBrowserUse]) -> None:
+    server = start_server(API_KEY="s3cret")
+    with httpx.Client(base_url=server.base_url) as http:
+        assert http.get("/health").status_code == 200
+        missing = http.get("/v3/sessions")
+        assert missing.status_code == 401 and missing.json() == {"detail": "Invalid API key"}
+        assert http.get("/health/details").status_code == 401
+        assert http.get("/v3/sessions", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+        assert http.get("/v3/sessions", headers={"X-Browser-Use-API-Key": "s3cret"}).status_code == 200
+        both = {"X-Browser-Use-API-Key": "s3cret", "Authorization": "Bearer wrong"}
+        assert http.get("/v3/sessions", headers=both).status_code == 200
+        wrong_first = {"X-Browser-Use-API-Key": "wrong", "Authorization": "Bearer s3cret"}
+        assert http.get("/v3/sessions", headers=wrong_first).status_code == 401
+    good = sdk(server, api_key="s3cret")
+    assert (await good.sessions.create()).status.value == "created"
+    bad = sdk(server, api_key="nope")
+    with pytest.raises(BrowserUseError) as refused:
+        await bad.sessions.list()
+    assert refused.value.status_code == 401
+
+
+def test_failed_attempts_are_throttled_per_client(start_server: StartServer) -> None:
+    server = start_server(API_KEY="s3cret")
+    with httpx.Client(base_url=server.base_url) as http:
+        statuses = [
+            http.get(
+                "/v3/sessions", headers={"X-Forwarded-For": "203.0.113.9", "Authorization": "Bearer x"}
+            ).status_code
+            for _ in range(7)
+        ]
+        assert statuses[:6] == [401] * 6
+        assert statuses[6] == 429
+        locked = http.get("/v3/sessions", headers={"X-Forwarded-For": "203.0.113.9", "Authorization": "Bearer s3cret"})
+        assert locked.status_code == 429 and int(locked.headers["Retry-After"]) >= 1
+        assert "Too many failed authentication attempts" in locked.json()["detail"]
+        other = http.get("/v3/sessions", headers={"X-Forwarded-For": "198.51.100.1", "Authorization": "Bearer s3cret"})
+        assert other.status_code == 200
+
+
+def test_public_bind_without_api_key_refuses_to_start(tmp_path: object) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "openbrowse", "serve", "--host", "0.0.0.0", "--port", "0"],
+        env={"OPENBROWSE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "API_KEY" in result.stderr and "0.0.0.0" in result.stderr
+
+
+def test_loopback_without_api_key_says_so(start_server: StartServer) -> None:
+    server: ServerProcess = start_server()
+    assert "serving without authentication" in server.log()
+    assert httpx.get(f"{server.v3}/sessions").status_code == 200

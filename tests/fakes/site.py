@@ -1,0 +1,190 @@
+"""Local fixture sites the browser visits: a small shop, a form, and a page embedding a cross-origin panel.
+
+``FixtureSites`` serves the main site on one port and the embedded panel on a second port, so the iframe is
+genuinely cross-origin.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+from dataclasses import dataclass, field
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from tests.support.asgi_thread import ThreadedServer
+
+PRODUCTS = {
+    "blue": ("Blue Widget", "42.00"),
+    "red": ("Red Gadget", "17.50"),
+    "green": ("Green Gizmo", "8.25"),
+}
+
+
+def page(title: str, body: str) -> HTMLResponse:
+    return HTMLResponse(
+        f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title>"
+        "<style>body{font:18px sans-serif;margin:40px} .big{font-size:48px}</style></head>"
+        f"<body><h1>{html.escape(title)}</h1>{body}</body></html>"
+    )
+
+
+@dataclass
+class ShopState:
+    carts: dict[str, list[str]] = field(default_factory=dict)
+    orders: list[dict[str, str]] = field(default_factory=list)
+    submissions: list[dict[str, str]] = field(default_factory=list)
+    order_numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1001))
+
+
+def shop_app(state: ShopState, panel_url: str) -> Starlette:
+    def cart_id(request: Request) -> str:
+        return request.cookies.get("cart", "anonymous")
+
+    async def index(request: Request) -> Response:
+        links = "".join(
+            f'<li><a href="/product/{key}">{html.escape(name)}</a></li>' for key, (name, _) in PRODUCTS.items()
+        )
+        return page(
+            "Fixture Shop",
+            f"<p>Welcome to the offline test shop.</p><ul>{links}</ul>"
+            '<p><a href="/form">Contact us</a> · <a href="/cart">View cart</a></p>',
+        )
+
+    async def product(request: Request) -> Response:
+        key = request.path_params["key"]
+        if key not in PRODUCTS:
+            return page("Not found", "<p>No such product.</p>")
+        name, price = PRODUCTS[key]
+        form = (
+            f'<form method="post" action="/cart/add"><input type="hidden" name="product" value="{key}">'
+            '<button type="submit">Add to cart</button></form>'
+        )
+        return page(name, f'<p class="price">Price: {price} EUR</p>{form}<p><a href="/">Back to shop</a></p>')
+
+    async def cart_add(request: Request) -> Response:
+        form = await request.form()
+        key = str(form.get("product", ""))
+        response = RedirectResponse("/cart", status_code=303)
+        cid = request.cookies.get("cart") or f"c{len(state.carts) + 1}"
+        state.carts.setdefault(cid, []).append(key)
+        response.set_cookie("cart", cid)
+        return response
+
+    async def cart(request: Request) -> Response:
+        items = state.carts.get(cart_id(request), [])
+        rows = "".join(f"<li>{html.escape(PRODUCTS[k][0])} — {PRODUCTS[k][1]} EUR</li>" for k in items)
+        body = f"<ul>{rows}</ul>" if items else "<p>Your cart is empty.</p>"
+        if items:
+            body += '<p><a href="/checkout">Checkout</a></p>'
+        return page("Your cart", body)
+
+    async def checkout(request: Request) -> Response:
+        return page(
+            "Checkout",
+            '<form method="post" action="/order">'
+            '<label>Full name <input name="name" placeholder="Full name"></label><br>'
+            '<label>Email <input name="email" placeholder="Email"></label><br>'
+            '<button type="submit">Place order</button></form>',
+        )
+
+    async def order(request: Request) -> Response:
+        form = await request.form()
+        items = state.carts.pop(cart_id(request), [])
+        total = sum(float(PRODUCTS[k][1]) for k in items)
+        number = str(next(state.order_numbers))
+        names = ", ".join(PRODUCTS[k][0] for k in items)
+        state.orders.append({"number": number, "name": str(form.get("name", "")), "items": names})
+        return page(
+            "Order confirmed",
+            f'<p class="big">Order #{number} confirmed</p><p>Thank you, {html.escape(str(form.get("name", "")))}.'
+            f" Items: {html.escape(names)}. Total: {total:.2f} EUR.</p>",
+        )
+
+    async def contact(request: Request) -> Response:
+        return page(
+            "Contact us",
+            '<form method="post" action="/form">'
+            '<label>Your name <input name="name" placeholder="Your name"></label><br>'
+            '<label>Topic <select name="topic"><option>General</option><option>Billing</option>'
+            "<option>Support</option></select></label><br>"
+            '<label>Message <textarea name="message" placeholder="Message"></textarea></label><br>'
+            '<button type="submit">Send message</button></form>',
+        )
+
+    async def contact_sent(request: Request) -> Response:
+        form = await request.form()
+        entry = {key: str(form.get(key, "")) for key in ("name", "topic", "message")}
+        state.submissions.append(entry)
+        return page(
+            "Message sent", f"<p>Thanks {html.escape(entry['name'])}, we got your {entry['topic']} message.</p>"
+        )
+
+    async def with_panel(request: Request) -> Response:
+        return page(
+            "Jobs board",
+            f"<p>Open positions are listed in the panel below.</p>"
+            f'<iframe src="{panel_url}/panel" width="900" height="400" title="jobs panel"></iframe>',
+        )
+
+    async def colour(request: Request) -> Response:
+        return HTMLResponse(
+            "<!doctype html><html><head><title>Colour</title></head>"
+            '<body style="margin:0;background:#ff00ff"><h1 style="font-size:120px">MAGENTA</h1></body></html>'
+        )
+
+    return Starlette(
+        routes=[
+            Route("/", index),
+            Route("/product/{key}", product),
+            Route("/cart/add", cart_add, methods=["POST"]),
+            Route("/cart", cart),
+            Route("/checkout", checkout),
+            Route("/order", order, methods=["POST"]),
+            Route("/form", contact),
+            Route("/form", contact_sent, methods=["POST"]),
+            Route("/jobs", with_panel),
+            Route("/colour", colour),
+        ]
+    )
+
+
+def panel_app() -> Starlette:
+    async def panel(request: Request) -> Response:
+        jobs = "".join(f'<li><a href="/job/{n}">Engineer {n}</a></li>' for n in range(1, 4))
+        return page("Panel", f"<ul>{jobs}</ul>")
+
+    async def job(request: Request) -> Response:
+        number = request.path_params["n"]
+        return page(f"Engineer {number}", f"<p>Engineer {number} builds things. Location: Remote.</p>")
+
+    return Starlette(routes=[Route("/panel", panel), Route("/job/{n}", job)])
+
+
+class FixtureSites:
+    """The shop on one port, the cross-origin panel on another."""
+
+    def __init__(self) -> None:
+        self.state = ShopState()
+        self._panel = ThreadedServer(panel_app())
+        self._shop = ThreadedServer(shop_app(self.state, self._panel.url))
+
+    @property
+    def url(self) -> str:
+        return self._shop.url
+
+    @property
+    def panel_url(self) -> str:
+        return self._panel.url
+
+    def __enter__(self) -> FixtureSites:
+        self._panel.start()
+        self._shop.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._shop.close()
+        self._panel.close()

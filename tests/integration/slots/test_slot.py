@@ -1,0 +1,288 @@
+"""A real slot: Xvfb, x11vnc, websockify and Chromium, started and stopped, killed, and failing to launch."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import struct
+from pathlib import Path
+
+import psutil
+import pytest
+import websockets
+from websockets.typing import Subprotocol
+
+from openbrowse.config import Settings
+from openbrowse.errors import BrowserUnavailable, ProcessDied, ProcessStartError
+from openbrowse.slots.probes import loopback_http_json
+from openbrowse.slots.slot import Slot, SlotState
+
+from .conftest import instance_processes, live_children, needs_display, open_fds
+
+pytestmark = [pytest.mark.display, needs_display]
+
+
+def _state(slot: Slot) -> SlotState:
+    return slot.state  # a call, so mypy does not keep a narrowed property across awaits
+
+
+def _pages(targets: list[dict[str, str]]) -> list[dict[str, str]]:
+    return [t for t in targets if t.get("type") == "page"]
+
+
+async def _query_viewonly(display: str) -> str:
+    """``ans=viewonly:<0|1>`` from the running x11vnc (retried: a fresh x11vnc answers shortly after its port)."""
+    out = b""
+    for _ in range(50):
+        proc = await asyncio.create_subprocess_exec(
+            "x11vnc",
+            "-display",
+            display,
+            "-query",
+            "viewonly",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        out, _ = await asyncio.wait_for(proc.communicate(), 10)
+        if b"ans=viewonly:" in out:
+            return out.decode()
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"x11vnc on {display} never answered: {out.decode()}")
+
+
+async def _rfb_greeting(port: int) -> bytes:
+    async with websockets.connect(
+        f"ws://127.0.0.1:{port}/websockify", subprotocols=[Subprotocol("binary")], open_timeout=10
+    ) as ws:
+        greeting = await asyncio.wait_for(ws.recv(), 10)
+    return greeting if isinstance(greeting, bytes) else greeting.encode()
+
+
+class RfbViewer:
+    """Just enough of an RFB 3.8 client over websockify to move the pointer."""
+
+    def __init__(self, ws: websockets.ClientConnection) -> None:
+        self.ws = ws
+        self.buffer = b""
+
+    async def read(self, n: int) -> bytes:
+        while len(self.buffer) < n:
+            message = await asyncio.wait_for(self.ws.recv(), 10)
+            self.buffer += message if isinstance(message, bytes) else message.encode()
+        out, self.buffer = self.buffer[:n], self.buffer[n:]
+        return out
+
+    async def handshake(self) -> tuple[int, int]:
+        assert await self.read(12) == b"RFB 003.008\n"
+        await self.ws.send(b"RFB 003.008\n")
+        security_types = await self.read((await self.read(1))[0])
+        assert 1 in security_types  # None: -nopw, reachable on 127.0.0.1 only
+        await self.ws.send(b"\x01")
+        assert await self.read(4) == b"\0\0\0\0"
+        await self.ws.send(b"\x01")  # shared
+        width, height = struct.unpack(">HH", await self.read(4))
+        await self.read(16)
+        (name_length,) = struct.unpack(">I", await self.read(4))
+        await self.read(name_length)
+        return width, height
+
+    async def wiggle(self, x: int, y: int) -> None:
+        for step in range(5):
+            await self.ws.send(struct.pack(">BBHH", 5, 0, x + 10 * step, y))
+            await asyncio.sleep(0.03)
+
+
+async def _evaluate(cdp_port: int, expression: str) -> object:
+    _, targets = await loopback_http_json(cdp_port, "/json/list")
+    page = _pages(targets)[0]
+    async with websockets.connect(page["webSocketDebuggerUrl"], max_size=None) as ws:
+        params = {"expression": expression, "returnByValue": True}
+        await ws.send(json.dumps({"id": 1, "method": "Runtime.evaluate", "params": params}))
+        while True:
+            reply = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            if reply.get("id") == 1:
+                return reply["result"]["result"].get("value")
+
+
+async def _moves_after(viewer: RfbViewer, cdp_port: int, x: int, y: int) -> object:
+    await viewer.wiggle(x, y)
+    await asyncio.sleep(0.3)
+    return await _evaluate(cdp_port, "window.moves || 0")
+
+
+async def test_view_only_blocks_input_until_control_is_taken(settings: Settings, base_index: int) -> None:
+    async with Slot(settings, base_index) as slot:
+        await _evaluate(
+            slot.cdp_port, "document.addEventListener('mousemove', () => { window.moves = (window.moves || 0) + 1 }); 1"
+        )
+        url = f"ws://127.0.0.1:{slot.novnc_port}/websockify"
+        async with websockets.connect(url, subprotocols=[Subprotocol("binary")]) as ws:
+            viewer = RfbViewer(ws)
+            assert await viewer.handshake() == (1920, 1080)
+            assert await _moves_after(viewer, slot.cdp_port, 500, 500) == 0
+            await slot.set_view_only(False)  # applies to the viewer already connected
+            moves = await _moves_after(viewer, slot.cdp_port, 600, 600)
+            assert isinstance(moves, int)
+            assert moves > 0
+            await slot.set_view_only(True)
+            assert await _moves_after(viewer, slot.cdp_port, 700, 500) == moves
+
+
+async def test_start_stop_ten_times_leaks_nothing(settings: Settings, base_index: int) -> None:
+    fds = open_fds()
+    slot = Slot(settings, base_index)
+    for _ in range(10):
+        await slot.start()
+        assert _state(slot) is SlotState.RUNNING
+        assert len(instance_processes(settings)) >= 4
+        await slot.stop()
+        assert _state(slot) is SlotState.STOPPED
+        assert instance_processes(settings) == []
+        assert live_children() == []
+    await slot.aclose()  # also waits for the background deletion of the old profiles
+    assert open_fds() == fds
+    assert not slot.directory.exists()
+    assert list(slot.directory.parent.iterdir()) == []
+    assert not slot.layout.x_lock_path.exists()
+
+
+async def test_running_slot_has_one_active_tab_and_loopback_listeners(settings: Settings, base_index: int) -> None:
+    async with Slot(settings, base_index) as slot:
+        assert slot.cdp_url == f"http://127.0.0.1:{slot.cdp_port}"
+        assert slot.cdp_ws_url.startswith(f"ws://127.0.0.1:{slot.cdp_port}/devtools/browser/")
+        status, targets = await loopback_http_json(slot.cdp_port, "/json/list")
+        assert status == 200
+        pages = _pages(targets)
+        assert len(pages) == 1
+        assert pages[0]["url"] == "about:blank"
+        # pitfall 1: a background tab makes every screenshot hang; ours is the visible, active one
+        assert await _evaluate(slot.cdp_port, "document.visibilityState") == "visible"
+        pids = {p.pid for p in instance_processes(settings)}
+        listeners = [c for c in psutil.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN and c.pid in pids]
+        assert {c.laddr.port for c in listeners} >= {slot.vnc_port, slot.novnc_port, slot.cdp_port}
+        assert {c.laddr.ip for c in listeners} == {"127.0.0.1"}
+
+
+async def test_websockify_serves_the_rfb_greeting_and_novnc(settings: Settings, base_index: int) -> None:
+    async with Slot(settings, base_index) as slot:
+        assert await _rfb_greeting(slot.novnc_port) == b"RFB 003.008\n"
+        status, body = await loopback_http_json(slot.novnc_port, "/vnc.html")
+        assert status == 200
+        assert "noVNC" in body
+
+
+async def test_view_only_toggle_through_x11vnc_remote(settings: Settings, base_index: int) -> None:
+    async with Slot(settings, base_index) as slot:
+        assert slot.view_only
+        assert "viewonly:1" in await _query_viewonly(slot.display)
+        await slot.set_view_only(False)
+        assert "viewonly:0" in await _query_viewonly(slot.display)
+        # the mode survives a restart of the live view
+        x11vnc = next(p for p in slot.processes() if p.name == "x11vnc")
+        psutil.Process(x11vnc.pid).kill()
+        await asyncio.wait_for(x11vnc.died, 5)
+        await slot.ensure_vnc()
+        assert "viewonly:0" in await _query_viewonly(slot.display)
+        await slot.set_view_only(True)
+        assert "viewonly:1" in await _query_viewonly(slot.display)
+
+
+async def test_ensure_vnc_restarts_dead_live_view_without_killing_the_slot(settings: Settings, base_index: int) -> None:
+    async with Slot(settings, base_index) as slot:
+        for process in slot.processes():
+            if process.name in {"x11vnc", "websockify"}:
+                psutil.Process(process.pid).kill()
+                await asyncio.wait_for(process.died, 5)
+        assert slot.running  # the live view is not essential
+        await slot.ensure_vnc()
+        await slot.ensure_vnc()  # idempotent
+        assert await _rfb_greeting(slot.novnc_port) == b"RFB 003.008\n"
+
+
+async def test_lazy_live_view(settings: Settings, base_index: int) -> None:
+    async with Slot(settings, base_index) as slot:
+        pass
+    await slot.start(vnc=False)
+    try:
+        assert {p.name for p in slot.processes()} == {"Xvfb", "Chromium"}
+        await slot.ensure_vnc()
+        assert await _rfb_greeting(slot.novnc_port) == b"RFB 003.008\n"
+    finally:
+        await slot.aclose()
+
+
+@pytest.mark.parametrize("victim", ["Chromium", "Xvfb"])
+async def test_died_names_the_child_that_died(settings: Settings, base_index: int, victim: str) -> None:
+    slot = Slot(settings, base_index)
+    await slot.start()
+    try:
+        process = next(p for p in slot.processes() if p.name == victim)
+        psutil.Process(process.pid).kill()
+        died = await asyncio.wait_for(slot.watch(), 10)
+        assert isinstance(died, ProcessDied)
+        assert died.name == victim
+        assert not slot.running
+        # a dead slot is rebuilt by the next start
+        await slot.start()
+        assert slot.running
+        assert not slot.died.done()
+    finally:
+        await slot.aclose()
+
+
+async def test_launch_failure_frees_everything_and_a_later_start_works(
+    settings: Settings, base_index: int, tmp_path: Path
+) -> None:
+    fake = tmp_path / "fake-chrome"
+    fake.write_text("#!/bin/sh\necho 'fake chrome refuses to start' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    broken = Settings(OPENBROWSE_DATA_DIR=settings.data_dir, CHROME_BINARY=str(fake), MAX_CONCURRENT_SESSIONS=1)
+    slot = Slot(broken, base_index)
+    with pytest.raises(ProcessStartError, match="Chromium exited with code 1") as info:
+        await slot.start()
+    assert "fake chrome refuses to start" in info.value.stderr_tail
+    assert slot.state is SlotState.STOPPED
+    assert instance_processes(settings) == []
+    assert not slot.layout.x_lock_path.exists()
+    assert not slot.directory.exists()
+
+    good = Slot(settings, base_index)
+    async with good:
+        assert good.running
+
+
+async def test_missing_chrome_binary_names_the_setting(settings: Settings, base_index: int) -> None:
+    broken = Settings(OPENBROWSE_DATA_DIR=settings.data_dir, CHROME_BINARY="/nonexistent/chrome")
+    slot = Slot(broken, base_index)
+    with pytest.raises(BrowserUnavailable, match="CHROME_BINARY=/nonexistent/chrome"):
+        await slot.start()
+    assert instance_processes(settings) == []
+
+
+async def test_cancelled_start_leaves_nothing(settings: Settings, base_index: int) -> None:
+    slot = Slot(settings, base_index)
+    for delay in (0.05, 0.2, 0.5):
+        task = asyncio.create_task(slot.start())
+        await asyncio.sleep(delay)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert slot.state is SlotState.STOPPED
+        assert instance_processes(settings) == []
+    async with slot:
+        assert slot.running
+
+
+async def test_children_get_their_display_and_no_secrets(
+    settings: Settings, base_index: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DISPLAY", ":9999")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret")
+    async with Slot(settings, base_index) as slot:
+        chromium = next(p for p in slot.processes() if p.name == "Chromium")
+        environ = psutil.Process(chromium.pid).environ()
+        assert environ["DISPLAY"] == slot.display
+        assert environ["OPENBROWSE_SLOT_TAG"] == slot.tag
+        assert "ANTHROPIC_API_KEY" not in environ
+        assert os.environ["DISPLAY"] == ":9999"

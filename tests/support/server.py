@@ -1,0 +1,157 @@
+"""Running the real product as a subprocess, the way a user does, and checking what it leaves behind."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import psutil
+
+REPO = Path(__file__).resolve().parents[2]
+STARTUP_TIMEOUT = 60.0
+BROWSER_STACK = ("Xvfb", "x11vnc", "websockify", "chromium", "chrome", "chrome_crashpad_handler")
+_slot_bases = itertools.count(os.getpid() * 7)
+
+
+def next_slot_base() -> int:
+    """A slot range no other server of this test run uses (4 slots each), away from an instance at :10.
+
+    Seeded from the pid so two test runs on one machine are unlikely to pick the same range.
+    """
+    return 16 + 4 * (next(_slot_bases) % 36)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_until(probe: object, timeout: float, interval: float = 0.05, what: str = "condition") -> None:
+    """Poll ``probe()`` until it is truthy (a readiness probe, not a sleep)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if probe():  # type: ignore[operator]
+            return
+        time.sleep(interval)
+    raise TimeoutError(f"{what} not reached within {timeout} s")
+
+
+@dataclass
+class ServerProcess:
+    """``python -m openbrowse serve`` in its own home directory."""
+
+    home: Path
+    env: dict[str, str] = field(default_factory=dict)
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+    seen_children: set[int] = field(default_factory=set)
+    slot_base: int = field(default_factory=next_slot_base)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def v3(self) -> str:
+        return f"{self.base_url}/v3"
+
+    @property
+    def log_path(self) -> Path:
+        return self.home / "server.log"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def start(self) -> ServerProcess:
+        self.home.mkdir(parents=True, exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "API_KEY"))}
+        env.update({"OPENBROWSE_HOME": str(self.home), "PYTHONUNBUFFERED": "1", "SLOT_BASE_INDEX": str(self.slot_base)})
+        env.update(self.env)
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "openbrowse", "serve", "--port", str(self.port)],
+            cwd=self.home,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        log.close()
+        wait_until(self._ready, STARTUP_TIMEOUT, what=f"server on port {self.port}")
+        return self
+
+    def _ready(self) -> bool:
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise RuntimeError(f"server exited with {self.process.returncode}:\n{self.log()[-4000:]}")
+        try:
+            return httpx.get(f"{self.base_url}/health", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def children(self) -> list[psutil.Process]:
+        """The browser-stack processes this server started (own process groups, so tracked by ancestry)."""
+        if self.process is None or self.process.poll() is not None:
+            return []
+        try:
+            found = psutil.Process(self.process.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            return []
+        self.seen_children.update(p.pid for p in found)
+        return found
+
+    def stop(self, timeout: float = 45.0) -> int:
+        """SIGTERM (uvicorn's graceful shutdown) and wait; return the exit code."""
+        if self.process is None:
+            return 0
+        self.children()
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        return self.process.returncode
+
+    def kill_hard(self) -> None:
+        """SIGKILL the server process only, as a crash would; its children are left to the next start."""
+        assert self.process is not None
+        self.children()
+        self.process.kill()
+        self.process.wait(10)
+
+    def leftovers(self) -> list[psutil.Process]:
+        """Processes this server ever started that are still alive."""
+        alive = []
+        for pid in self.seen_children:
+            try:
+                proc = psutil.Process(pid)
+                if proc.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(proc)
+            except psutil.NoSuchProcess:
+                continue
+        return alive
+
+
+def browser_stack_processes(marker: str) -> list[psutil.Process]:
+    """Live browser-stack processes whose command line mentions ``marker`` (e.g. a test's data dir)."""
+    found = []
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        try:
+            name = proc.info["name"] or ""
+            cmdline = " ".join(proc.info["cmdline"] or [])
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if any(part in name for part in BROWSER_STACK) and marker in cmdline:
+            found.append(proc)
+    return found
