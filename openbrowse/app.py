@@ -14,7 +14,6 @@ from openbrowse.api.auth import Authenticator, view_token
 from openbrowse.api.errors import install_error_handlers
 from openbrowse.api.routes import browsers, health, live, sessions
 from openbrowse.config import Settings
-from openbrowse.domain.ids import SessionId
 from openbrowse.domain.sessions import SessionRecord
 from openbrowse.errors import ConfigError, InvalidRequest
 from openbrowse.llm.catalog import resolve_model
@@ -41,10 +40,11 @@ def _check_default_model(settings: Settings) -> None:
             raise ConfigError(f"DEFAULT_MODEL: {exc.message}") from exc
 
 
-def live_url_for(settings: Settings, session_id: SessionId) -> str:
-    url = f"/vnc/{session_id}/view?path=vnc/{session_id}/websockify"
+def live_url_for(settings: Settings, target_id: str) -> str:
+    """The live-view path of a session or raw browser, with its view token when auth is on (spec §4.10)."""
+    url = f"/vnc/{target_id}/view?path=vnc/{target_id}/websockify"
     if settings.auth_enabled:
-        url += f"&token={view_token(settings.API_KEY or '', session_id)}"
+        url += f"&token={view_token(settings.API_KEY or '', target_id)}"
     return url
 
 
@@ -84,7 +84,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 BrowserRepo(db),
                 ProfileRepo(db),
                 pool,
-                live_url=lambda browser_id: live_url_for(settings, SessionId(browser_id)),
+                live_url=lambda browser_id: live_url_for(settings, browser_id),
             )
             app.state.browsers = await stack.enter_async_context(raw_browsers)
             app.state.live_targets = LiveTargets(manager, raw_browsers)

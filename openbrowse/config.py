@@ -16,6 +16,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from openbrowse.errors import ConfigError
 
+LAST_SLOT_INDEX = 169
+"""Slot 170 would put a VNC port (5910+i) on the first noVNC port (6080)."""
+
 _LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost", "ip6-localhost"}
 
 
@@ -84,7 +87,7 @@ class Settings(BaseSettings):
     """Overrides the provider client timeouts (Anthropic 180 s; OpenAI 90 s, 240 s at high+), e.g. for slow
     local models."""
 
-    SLOT_BASE_INDEX: int = Field(default=0, ge=0, le=160)
+    SLOT_BASE_INDEX: int = Field(default=0, ge=0, le=LAST_SLOT_INDEX)
     """First slot index. Raise it to run a second instance on a host where another one already uses display
     :10 and ports 5910/6080/9222."""
 
@@ -98,6 +101,14 @@ class Settings(BaseSettings):
     @classmethod
     def _upper_log_level(cls, value: object) -> object:
         return value.upper() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _slots_fit(self) -> Settings:
+        if self.SLOT_BASE_INDEX + self.MAX_CONCURRENT_SESSIONS - 1 > LAST_SLOT_INDEX:
+            raise ValueError(
+                f"SLOT_BASE_INDEX + MAX_CONCURRENT_SESSIONS must not exceed {LAST_SLOT_INDEX + 1} display slots"
+            )
+        return self
 
     @model_validator(mode="after")
     def _refuse_open_public_bind(self) -> Settings:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import re
 import sys
 
 session_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("openbrowse_session_id", default="-")
@@ -24,9 +25,18 @@ _NOISY = (
 )
 
 
+_TOKEN = re.compile(r"(token=)[^&\s\"']+")
+
+
 class SessionIdFilter(logging.Filter):
+    """Tags each record with its session and redacts ``token=`` values (live-view and CDP URLs are logged)."""
+
     def filter(self, record: logging.LogRecord) -> bool:
         record.session_id = session_id_var.get()
+        if record.args:
+            record.args = tuple(_TOKEN.sub(r"\1***", a) if isinstance(a, str) else a for a in record.args)
+        if isinstance(record.msg, str) and "token=" in record.msg:
+            record.msg = _TOKEN.sub(r"\1***", record.msg)
         return True
 
 

@@ -36,5 +36,6 @@ def serve(settings: Settings) -> None:
         timeout_graceful_shutdown=30,
         ws="websockets-sansio",
         ws_max_size=WS_MAX_SIZE,
+        ws_per_message_deflate=False,
     )
     uvicorn.Server(config).run()

@@ -137,13 +137,14 @@ class Authenticator:
 
     def require_api_key(self, conn: HTTPConnection) -> None:
         """For ``/v3/*`` and ``/health/details``."""
-        self._require(conn, lambda: self._key_ok(conn))
+        self.require(conn, lambda: self._key_ok(conn))
 
     def require_viewer(self, conn: HTTPConnection, resource_id: str | None) -> None:
         """For live-view routes: the API key, HTTP Basic, or the resource's view token."""
-        self._require(conn, lambda: self._key_ok(conn) or self._basic_ok(conn) or self._token_ok(conn, resource_id))
+        self.require(conn, lambda: self._key_ok(conn) or self._basic_ok(conn) or self._token_ok(conn, resource_id))
 
-    def _require(self, conn: HTTPConnection, check: Callable[[], bool]) -> None:
+    def require(self, conn: HTTPConnection, check: Callable[[], bool]) -> None:
+        """Pass if auth is off or ``check()`` holds; otherwise count a failure (throttled per client IP)."""
         if not self.enabled:
             return
         client = client_ip(conn)

@@ -12,7 +12,14 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from openbrowse.api.auth import AuthFailed, AuthThrottled
-from openbrowse.errors import InvalidRequest, MalformedRequest, NotFound, OpenBrowseError
+from openbrowse.errors import (
+    BrowserUnavailable,
+    InvalidRequest,
+    MalformedRequest,
+    NotFound,
+    OpenBrowseError,
+    ProcessError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -20,6 +27,8 @@ ERROR_STATUS: dict[type[OpenBrowseError], int] = {
     MalformedRequest: 400,
     NotFound: 404,
     InvalidRequest: 422,
+    BrowserUnavailable: 503,
+    ProcessError: 503,
 }
 
 
@@ -68,8 +77,11 @@ def install_error_handlers(app: FastAPI) -> None:
         assert isinstance(exc, RequestValidationError)
         return JSONResponse({"detail": _validation_error_body(exc.errors())}, status_code=422)
 
-    async def on_auth_failed(_: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=401)
+    async def on_auth_failed(request: Request, exc: Exception) -> JSONResponse:
+        headers = (
+            {"WWW-Authenticate": 'Basic realm="OpenBrowse live view"'} if request.url.path.startswith("/vnc/") else None
+        )
+        return JSONResponse({"detail": str(exc)}, status_code=401, headers=headers)
 
     async def on_throttled(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, AuthThrottled)

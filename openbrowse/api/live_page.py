@@ -45,8 +45,12 @@ try {
   throw error;
 }
 const params = new URLSearchParams(location.search);
-const path = (params.get("path") || config.defaultPath).replace(/^\\/+/, "");
+const path = (params.get("path") || config.defaultPath).replace(/^[\\/\\\\]+/, "");
 const url = new URL("/" + path, location.href);
+if (url.host !== location.host) {
+  show("ended", "Stream ended: the stream path must stay on this server.");
+  throw new Error("refusing to stream from another host");
+}
 url.protocol = location.protocol === "https:" ? "wss:" : "ws:";
 if (config.token && !url.searchParams.has("token")) url.searchParams.set("token", config.token);
 const rfb = new RFB(document.getElementById("screen"), url.href, { shared: true, wsProtocols: ["binary"] });

@@ -12,11 +12,9 @@ Every check goes through the same per-IP failure throttle as the API (spec §2.1
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from starlette.requests import HTTPConnection
 
-from openbrowse.api.auth import Authenticator, AuthFailed, client_ip, constant_time_equal, presented_key, view_token
+from openbrowse.api.auth import Authenticator, constant_time_equal, presented_key, view_token
 from openbrowse.config import Settings
 
 __all__ = ["cdp_token", "require_cdp_access", "require_path_token", "token_matches"]
@@ -33,24 +31,12 @@ def token_matches(presented: str | None, expected: str) -> bool:
     return bool(presented) and constant_time_equal(presented or "", expected)
 
 
-def _require(authenticator: Authenticator, conn: HTTPConnection, check: Callable[[], bool]) -> None:
-    if not authenticator.enabled:
-        return
-    client = client_ip(conn)
-    authenticator.throttle.check(client)
-    if check():
-        authenticator.throttle.succeeded(client)
-        return
-    authenticator.throttle.failed(client)
-    raise AuthFailed("Invalid API key")
-
-
 def require_path_token(
     authenticator: Authenticator, settings: Settings, conn: HTTPConnection, resource_id: str, token: str
 ) -> None:
     """A view token taken from the URL path authorises that resource's live-view routes."""
     expected = view_token(settings.API_KEY or "", resource_id)
-    _require(authenticator, conn, lambda: token_matches(token, expected))
+    authenticator.require(conn, lambda: token_matches(token, expected))
 
 
 def require_cdp_access(authenticator: Authenticator, settings: Settings, conn: HTTPConnection, browser_id: str) -> None:
@@ -64,4 +50,4 @@ def require_cdp_access(authenticator: Authenticator, settings: Settings, conn: H
             return True
         return token_matches(conn.query_params.get("token"), expected)
 
-    _require(authenticator, conn, check)
+    authenticator.require(conn, check)

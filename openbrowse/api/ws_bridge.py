@@ -22,6 +22,7 @@ from websockets.typing import Subprotocol
 __all__ = ["CLOSE_NORMAL", "CLOSE_POLICY", "CLOSE_UNAVAILABLE", "bridge", "close_quietly", "offered_subprotocol"]
 
 logger = logging.getLogger(__name__)
+_upstream_logger = logging.getLogger(f"{__name__}.upstream")
 
 CLOSE_NORMAL = 1000
 CLOSE_POLICY = 1008  # authentication failed
@@ -62,6 +63,7 @@ async def bridge(client: WebSocket, upstream_url: str, *, subprotocol: str | Non
             open_timeout=OPEN_TIMEOUT,
             close_timeout=CLOSE_TIMEOUT,
             user_agent_header=None,
+            logger=_upstream_logger,
         )
     except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
         logger.warning("Upstream %s refused the bridge: %s", upstream_url, exc)

@@ -181,7 +181,6 @@ class BrowserService:
     async def stop(self, browser_id: str) -> BrowserRecord:
         """Stop the browser and wait until its slot is released; stopping a stopped browser changes nothing."""
         browser = self._running.get(BrowserId(browser_id))
-        logger.info("DBG stop %s %s", browser, browser.task if browser else None)
         if browser is not None and browser.task is not None:
             browser.request_stop(BrowserStopReason.REQUESTED)
             await run_shielded(asyncio.wait([browser.task]))
@@ -266,10 +265,8 @@ class BrowserService:
         remaining = max((record.timeout_at - self._clock()).total_seconds(), 0.0)
         stop = asyncio.ensure_future(browser.stop_requested())
         died = asyncio.ensure_future(slot.watch())
-        logger.info("DBG waiting %s", remaining)
         try:
-            done, _ = await asyncio.wait({stop, died}, timeout=remaining)
-            logger.info("DBG done %s", done)
+            done, _ = await asyncio.wait({stop, died}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for waiter in (stop, died):
                 waiter.cancel()

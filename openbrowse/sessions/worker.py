@@ -21,6 +21,7 @@ from openbrowse.domain.feed import FeedEntry, MessageType
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.runs import NOTHING_KEPT, TurnEnding, TurnOutcome
 from openbrowse.errors import OpenBrowseError, SessionNotFound
+from openbrowse.logs import session_id_var
 from openbrowse.sessions.states import Trigger
 
 if TYPE_CHECKING:
@@ -114,6 +115,7 @@ class SessionWorker:
 
     # -- the run -----------------------------------------------------------------------------------------------
     async def _main(self) -> None:
+        session_id_var.set(self.session_id)
         try:
             if self._predecessor is not None:
                 await asyncio.wait({self._predecessor})

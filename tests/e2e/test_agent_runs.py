@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from browser_use_sdk.v3 import AsyncBrowserUse
@@ -30,29 +30,8 @@ def agent_steps(request: LLMRequest) -> bool:
     return request.is_agent_step
 
 
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeProvider]:
-    with FakeProvider() as provider:
-        yield provider
-
-
-@pytest.fixture(scope="module")
-def site() -> Iterator[FixtureSites]:
-    with FixtureSites() as sites:
-        yield sites
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    env = {**fake.env(), "OPENAI_API_STYLE": "responses", "MAX_CONCURRENT_SESSIONS": "3"}
-    process = ServerProcess(home=tmp_path_factory.mktemp("agent-home"), env=env).start()
-    yield process
-    process.stop()
-    assert not process.leftovers(), process.leftovers()
-
-
 async def test_purchase_flow_completes(
-    server: ServerProcess, fake: FakeProvider, site: FixtureSites, sdk: Callable[[ServerProcess], AsyncBrowserUse]
+    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites, sdk: Callable[[ServerProcess], AsyncBrowserUse]
 ) -> None:
     marker = token("BUY")
     fake.script(
@@ -67,7 +46,7 @@ async def test_purchase_flow_completes(
         ],
         when=agent_steps,
     )
-    client = sdk(server)
+    client = sdk(agent_server)
     created = await client.sessions.create(f"{marker} Open {site.url}/ and buy the Blue Widget as Ada Lovelace.")
     finished = await wait_for_status(client, created.id, {"stopped", "error"}, timeout=120)
     assert finished.status.value == "stopped", finished.last_step_summary
@@ -78,7 +57,7 @@ async def test_purchase_flow_completes(
     assert int(finished.total_input_tokens or 0) > 0 and float(finished.llm_cost_usd or 0) > 0
     assert [order["name"] for order in site.state.orders] == ["Ada Lovelace"]
     assert "Blue Widget" in site.state.orders[0]["items"]
-    feed = messages(server, str(created.id))
+    feed = messages(agent_server, str(created.id))
     kinds = [m["type"] for m in feed]
     assert kinds[:2] == ["user_message", "planning"]
     assert kinds[-1] == "completion" and kinds.count("browser_action") == 5 and kinds.count("result") == 1
@@ -96,7 +75,7 @@ async def test_purchase_flow_completes(
 
 
 async def test_form_flow_on_anthropic(
-    server: ServerProcess, fake: FakeProvider, site: FixtureSites, sdk: Callable[[ServerProcess], AsyncBrowserUse]
+    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites, sdk: Callable[[ServerProcess], AsyncBrowserUse]
 ) -> None:
     marker = token("FORM")
     fake.script(
@@ -113,8 +92,10 @@ async def test_form_flow_on_anthropic(
         ],
         when=agent_steps,
     )
-    session = create(server, task=f"{marker} Open {site.url}/form and send billing a message.", model="claude-sonnet-5")
-    finished = wait_until_status(server, session["id"], {"stopped", "error"})
+    session = create(
+        agent_server, task=f"{marker} Open {site.url}/form and send billing a message.", model="claude-sonnet-5"
+    )
+    finished = wait_until_status(agent_server, session["id"], {"stopped", "error"})
     assert finished["status"] == "stopped", finished["lastStepSummary"]
     assert finished["isTaskSuccessful"] is True and finished["model"] == "claude-sonnet-5"
     assert {"name": "Grace Hopper", "topic": "Billing", "message": "Please send an invoice."} in site.state.submissions
@@ -122,7 +103,7 @@ async def test_form_flow_on_anthropic(
 
 
 async def test_keep_alive_takes_a_warm_and_a_cold_follow_up(
-    server: ServerProcess, fake: FakeProvider, site: FixtureSites
+    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
 ) -> None:
     marker = token("KEEP")
     fake.script(
@@ -135,25 +116,25 @@ async def test_keep_alive_takes_a_warm_and_a_cold_follow_up(
         ],
         when=agent_steps,
     )
-    session = create(server, task=f"{marker} What does the green product cost on {site.url}/ ?", keepAlive=True)
+    session = create(agent_server, task=f"{marker} What does the green product cost on {site.url}/ ?", keepAlive=True)
     sid = session["id"]
-    parked = wait_until_status(server, sid, {"idle", "error", "stopped"})
+    parked = wait_until_status(agent_server, sid, {"idle", "error", "stopped"})
     assert parked["status"] == "idle" and parked["browserLive"] is True and parked["liveUrl"]
     assert parked["output"] == "The Green Gizmo costs 8.25 EUR."
 
-    warm = create(server, sessionId=sid, task="Which page are you on right now?")
+    warm = create(agent_server, sessionId=sid, task="Which page are you on right now?")
     assert warm["status"] == "running"
-    second = wait_until_status(server, sid, {"idle", "error", "stopped"})
+    second = wait_until_status(agent_server, sid, {"idle", "error", "stopped"})
     assert second["status"] == "idle" and second["output"] == "It is the Green Gizmo page."
     warm_request = [r for r in fake.requests_matching(marker) if r.is_agent_step][-1]
     assert "/product/green" in (warm_request.browser_state or "")
     assert "Which page are you on right now?" in warm_request.text
 
-    cold = create(server, sessionId=sid, task="Remind me what you found.", model="gpt-5.6-luna")
+    cold = create(agent_server, sessionId=sid, task="Remind me what you found.", model="gpt-5.6-luna")
     assert cold["status"] == "created"
-    third = wait_until_status(server, sid, {"idle", "error", "stopped"})
+    third = wait_until_status(agent_server, sid, {"idle", "error", "stopped"})
     assert third["status"] == "idle" and third["output"] == "Earlier I found the Green Gizmo at 8.25 EUR."
-    feed = messages(server, sid)
+    feed = messages(agent_server, sid)
     notes = [m["summary"] for m in feed if m["type"] == "event" and data_of(m)["category"] == "system"]
     assert "Browser released to apply new model, reasoning effort" in notes
     assert "Conversation replayed into a fresh browser" in notes
@@ -161,33 +142,33 @@ async def test_keep_alive_takes_a_warm_and_a_cold_follow_up(
     assert "FOLLOW-UP REQUEST: Remind me what you found." in replayed.text
     assert "The Green Gizmo costs 8.25 EUR." in replayed.text
     assert third["stepCount"] == 4
-    stop(server, sid)
+    stop(agent_server, sid)
 
 
 @pytest.mark.parametrize(("strategy", "status"), [("task", "idle"), ("session", "stopped")])
 async def test_stop_mid_step_cancels_the_llm_call(
-    server: ServerProcess, fake: FakeProvider, site: FixtureSites, strategy: str, status: str
+    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites, strategy: str, status: str
 ) -> None:
     marker = token("STOP")
     gate = Gate()
     fake.script(marker, [navigate(f"{site.url}/"), structured(done(), gate=gate)], when=agent_steps)
-    session = create(server, task=f"{marker} Look at {site.url}/ and wait.")
+    session = create(agent_server, task=f"{marker} Look at {site.url}/ and wait.")
     sid = session["id"]
     assert gate.wait_entered(90), "the second LLM call never started"
-    stopped = stop(server, sid, strategy)
+    stopped = stop(agent_server, sid, strategy)
     assert stopped["status"] == status
     assert stopped["browserLive"] is False and stopped["liveUrl"] is None
     assert stopped["failureKind"] is None and stopped["isTaskSuccessful"] is False
     assert stopped["lastStepSummary"] == "Stopped by request. There was no output to keep."
-    completion = messages(server, sid)[-1]
+    completion = messages(agent_server, sid)[-1]
     assert completion["type"] == "completion" and completion["summary"].startswith("Stopped by request.")
     gate.open()
-    assert get(server, sid)["status"] == status
+    assert get(agent_server, sid)["status"] == status
 
 
 @pytest.mark.parametrize(("keep_alive", "status"), [(False, "stopped"), (True, "idle")])
 async def test_budget_stop(
-    server: ServerProcess, fake: FakeProvider, site: FixtureSites, keep_alive: bool, status: str
+    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites, keep_alive: bool, status: str
 ) -> None:
     marker = token("BUDGET")
     expensive = (200_000, 1_000, 0, 0)  # gpt-5.6-terra: 0.4 + 0.012 USD per call
@@ -200,8 +181,8 @@ async def test_budget_stop(
         then=structured(done("never reached"), usage=expensive),
         when=agent_steps,
     )
-    session = create(server, task=f"{marker} Browse {site.url}/ a lot.", maxCostUsd=0.5, keepAlive=keep_alive)
-    finished = wait_until_status(server, session["id"], {"stopped", "idle", "error"})
+    session = create(agent_server, task=f"{marker} Browse {site.url}/ a lot.", maxCostUsd=0.5, keepAlive=keep_alive)
+    finished = wait_until_status(agent_server, session["id"], {"stopped", "idle", "error"})
     assert finished["status"] == status
     assert finished["failureKind"] == "budget_exceeded"
     assert finished["isTaskSuccessful"] is False

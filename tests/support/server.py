@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import os
 import signal
 import socket
@@ -15,18 +14,11 @@ from pathlib import Path
 import httpx
 import psutil
 
+from tests.support.slot_range import free_slot_base
+
 REPO = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT = 60.0
 BROWSER_STACK = ("Xvfb", "x11vnc", "websockify", "chromium", "chrome", "chrome_crashpad_handler")
-_slot_bases = itertools.count(os.getpid() * 7)
-
-
-def next_slot_base() -> int:
-    """A slot range no other server of this test run uses (4 slots each), away from an instance at :10.
-
-    Seeded from the pid so two test runs on one machine are unlikely to pick the same range.
-    """
-    return 16 + 4 * (next(_slot_bases) % 36)
 
 
 def free_port() -> int:
@@ -54,7 +46,7 @@ class ServerProcess:
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     seen_children: set[int] = field(default_factory=set)
-    slot_base: int = field(default_factory=next_slot_base)
+    slot_base: int = field(default_factory=lambda: free_slot_base(4))
 
     @property
     def base_url(self) -> str:

@@ -27,12 +27,23 @@ def _free(index: int, listening: set[int]) -> bool:
     return not layout.x_lock_path.exists() and not layout.x_socket_path.exists()
 
 
+_handed_out: set[int] = set()
+
+
 def free_slot_base(count: int = 2) -> int:
-    """The first of ``count`` consecutive slot indexes in 40..169 whose displays and ports are unused."""
+    """The first of ``count`` consecutive slot indexes in 40..169 whose displays and ports are unused.
+
+    Ranges already handed out by this process are never handed out again, even if their servers have not
+    started a browser yet (their ports are not listening).
+    """
     listening = _listening_ports()
     candidates = list(range(LOW, MAX_SLOT_INDEX - count + 2))
     random.shuffle(candidates)
     for base in candidates:
-        if all(_free(base + i, listening) for i in range(count)):
+        indexes = set(range(base, base + count))
+        if indexes & _handed_out:
+            continue
+        if all(_free(index, listening) for index in indexes):
+            _handed_out.update(indexes)
             return base
     raise RuntimeError("no free display-slot range on this machine")

@@ -126,9 +126,7 @@ async def update_browser(
 ) -> BrowserView:
     """``{"action": "stop"}``: stop the browser and release its slot (idempotent)."""
     await browsers.get(browser_id)  # 404 before judging the body
-    logger.info("DBG before body")
     await parse_body(request, UpdateBrowserBody)
-    logger.info("DBG after body")
     return _view(await browsers.stop(browser_id), request, browsers, settings)
 
 

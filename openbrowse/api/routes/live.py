@@ -56,8 +56,7 @@ class ControlView(WireModel):
 
 def _slot_of(target: LiveTarget) -> LiveSlot:
     if target.slot is None:
-        noun = "Session" if target.kind == "session" else "Browser"
-        raise NotFound(f"{noun} has no live browser")
+        raise NotFound("Session has no live browser" if target.kind == "session" else "Browser is stopped")
     return target.slot
 
 

@@ -1,0 +1,162 @@
+"""Shared pieces of the raw-browser and live-view end-to-end tests.
+
+* ``start_isolated_server``: a real server on a display-slot range nothing else on the machine uses;
+* ``fixture_site``: a tiny local site (a page with a big distinctive colour, a text page, an iframe host);
+* ``cdp_navigate`` / ``cdp_evaluate``: drive a browser through its proxied ``cdpUrl`` with plain CDP;
+* ``forwarded_for``: a unique client address per deliberate auth failure, so the per-IP failure throttle
+  (5 free failures, then lockouts) never locks out the tests' own address.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
+from websockets.sync.client import connect as ws_connect
+
+from tests.support.asgi_thread import ThreadedServer
+from tests.support.server import BROWSER_STACK, REPO, ServerProcess
+from tests.support.slot_range import free_slot_base
+
+MISSING = [name for name in ("Xvfb", "x11vnc", "websockify", "chromium") if shutil.which(name) is None]
+needs_display = pytest.mark.skipif(bool(MISSING), reason=f"missing binaries: {', '.join(MISSING)}")
+
+ARTIFACTS = REPO / "test-artifacts"
+MAGENTA = (255, 0, 255)
+_addresses = itertools.count(1)
+
+
+def start_isolated_server(home: Path, *, slots: int = 1, **env: str) -> ServerProcess:
+    env = {"MAX_CONCURRENT_SESSIONS": str(slots), **env}
+    return ServerProcess(home=home, env=env, slot_base=free_slot_base(slots)).start()
+
+
+def stack_processes(server: ServerProcess) -> list[psutil.Process]:
+    """The server's live Xvfb / x11vnc / websockify / Chromium processes."""
+    found = []
+    for proc in server.children():
+        try:
+            text = f"{proc.name()} {' '.join(proc.cmdline())}"
+        except psutil.NoSuchProcess:
+            continue
+        if any(name in text for name in BROWSER_STACK):
+            found.append(proc)
+    return found
+
+
+def forwarded_for() -> dict[str, str]:
+    n = next(_addresses)
+    return {"X-Forwarded-For": f"198.18.{n // 250}.{n % 250 + 1}"}
+
+
+# -- fixture site ----------------------------------------------------------------------------------------------
+async def _colour(_: Request) -> HTMLResponse:
+    return HTMLResponse(
+        "<!doctype html><html><head><title>Live colour</title></head>"
+        '<body style="margin:0;height:100vh;background:#ff00ff">'
+        '<h1 style="margin:0;font:bold 160px sans-serif;color:#000">LIVE VIEW</h1></body></html>'
+    )
+
+
+async def _hello(_: Request) -> HTMLResponse:
+    return HTMLResponse(
+        "<!doctype html><html><head><title>Hello fixture</title></head>"
+        "<body><h1>Hello from the fixture site</h1></body></html>"
+    )
+
+
+async def _embed(request: Request) -> HTMLResponse:
+    src = html.escape(request.query_params.get("src", ""), quote=True)
+    return HTMLResponse(
+        "<!doctype html><html><head><title>Embedding page</title></head>"
+        '<body style="margin:0;background:#fff">'
+        f'<iframe id="live" src="{src}" style="border:0;width:960px;height:540px"></iframe></body></html>'
+    )
+
+
+def fixture_site() -> ThreadedServer:
+    app = Starlette(routes=[Route("/colour", _colour), Route("/hello", _hello), Route("/embed", _embed)])
+    return ThreadedServer(app)
+
+
+# -- raw browsers ----------------------------------------------------------------------------------------------
+def create_browser(http: httpx.Client, **body: Any) -> dict[str, Any]:
+    response = http.post("/v3/browsers", json=body)
+    assert response.status_code == 201, response.text
+    data: dict[str, Any] = response.json()
+    return data
+
+
+def stop_browser(http: httpx.Client, browser_id: str) -> dict[str, Any]:
+    response = http.patch(f"/v3/browsers/{browser_id}", json={"action": "stop"})
+    assert response.status_code == 200, response.text
+    data: dict[str, Any] = response.json()
+    return data
+
+
+class CdpClient:
+    """A minimal flat-mode CDP client over a synchronous websocket."""
+
+    def __init__(self, url: str) -> None:
+        self._ws = ws_connect(url, max_size=None, open_timeout=10)
+        self._ids = itertools.count(1)
+
+    def call(self, method: str, params: dict[str, Any] | None = None, session: str | None = None) -> Any:
+        call_id = next(self._ids)
+        message: dict[str, Any] = {"id": call_id, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = session
+        self._ws.send(json.dumps(message))
+        while True:
+            reply = json.loads(self._ws.recv(timeout=30))
+            if reply.get("id") == call_id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+
+    def page_session(self) -> str:
+        targets = self.call("Target.getTargets")["targetInfos"]
+        page = next(t for t in targets if t["type"] == "page")
+        return str(self.call("Target.attachToTarget", {"targetId": page["targetId"], "flatten": True})["sessionId"])
+
+    def close(self) -> None:
+        self._ws.close()
+
+
+def cdp_evaluate(cdp_url: str, expression: str) -> Any:
+    cdp = CdpClient(cdp_url)
+    try:
+        result = cdp.call("Runtime.evaluate", {"expression": expression, "returnByValue": True}, cdp.page_session())
+        return result["result"].get("value")
+    finally:
+        cdp.close()
+
+
+def cdp_navigate(cdp_url: str, url: str, timeout: float = 20.0) -> None:
+    """Open ``url`` in the browser's tab and wait until it has loaded."""
+    cdp = CdpClient(cdp_url)
+    try:
+        session = cdp.page_session()
+        cdp.call("Page.navigate", {"url": url}, session)
+        deadline = time.monotonic() + timeout
+        check = "location.href + ' ' + document.readyState"
+        while time.monotonic() < deadline:
+            state = cdp.call("Runtime.evaluate", {"expression": check, "returnByValue": True}, session)
+            if state["result"].get("value") == f"{url} complete":
+                return
+            time.sleep(0.05)
+        raise TimeoutError(f"{url} did not load")
+    finally:
+        cdp.close()

@@ -1,0 +1,241 @@
+"""The live view through the server's own port (spec §4.10), watched the way a person would: a real browser.
+
+A live view needs a browser on a display; agent runs need an LLM, so the stream is exercised through a raw
+browser (``POST /v3/browsers``) showing a local page, plus the "nothing to watch" page of a session shell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import io
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import psutil
+import pytest
+import websockets
+from PIL import Image, ImageChops
+from playwright.async_api import Page, async_playwright
+from websockets.typing import Subprotocol
+
+from openbrowse.slots.layout import slot_layout
+from tests.e2e.browser_support import (
+    ARTIFACTS,
+    cdp_navigate,
+    create_browser,
+    fixture_site,
+    forwarded_for,
+    needs_display,
+    stack_processes,
+    start_isolated_server,
+    stop_browser,
+)
+from tests.support.asgi_thread import ThreadedServer
+from tests.support.server import ServerProcess
+
+pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
+
+API_KEY = "live-view-key"
+AUTH = {"Authorization": f"Bearer {API_KEY}"}
+CHROMIUM = "/usr/bin/chromium"
+
+
+def view_token(resource_id: str) -> str:
+    """Spec §4.10: hex HMAC-SHA256 of the id keyed with API_KEY, first 32 characters."""
+    return hmac.new(API_KEY.encode(), resource_id.encode(), hashlib.sha256).hexdigest()[:32]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    process = start_isolated_server(tmp_path_factory.mktemp("live-home"), slots=2, API_KEY=API_KEY)
+    yield process
+    process.stop()
+    assert not process.leftovers()
+
+
+@pytest.fixture(scope="module")
+def pages() -> Iterator[ThreadedServer]:
+    with fixture_site() as served:
+        yield served
+
+
+@pytest.fixture
+def http(server: ServerProcess) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.base_url, headers=AUTH, timeout=60) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def live_browser(server: ServerProcess, pages: ThreadedServer) -> Iterator[dict[str, Any]]:
+    """A raw browser on the first slot, showing the fixture's magenta page."""
+    with httpx.Client(base_url=server.base_url, headers=AUTH, timeout=60) as http:
+        created = create_browser(http)
+        cdp_navigate(created["cdpUrl"], f"{pages.url}/colour")
+        yield created
+        stop_browser(http, created["id"])
+
+
+def ws_url(server: ServerProcess, path: str) -> str:
+    return f"ws://127.0.0.1:{server.port}{path}"
+
+
+async def close_code(url: str, **kwargs: Any) -> int:
+    """Connect, expect the server to close at once, return its close code."""
+    async with websockets.connect(url, open_timeout=10, **kwargs) as ws:
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            await asyncio.wait_for(ws.recv(), 10)
+    assert closed.value.rcvd is not None
+    return closed.value.rcvd.code
+
+
+def magenta_share(png: bytes, box: tuple[int, int, int, int]) -> float:
+    red, green, blue = Image.open(io.BytesIO(png)).convert("RGB").crop(box).split()
+    high = [channel.point(lambda v: 255 if v > 200 else 0) for channel in (red, blue)]
+    low_green = green.point(lambda v: 255 if v < 70 else 0)
+    mask = ImageChops.multiply(ImageChops.multiply(high[0], high[1]), low_green)
+    return mask.histogram()[255] / (mask.width * mask.height)
+
+
+async def wait_state(page: Page, state: str, timeout: float = 20.0) -> None:
+    await page.wait_for_function(f"document.body.dataset.state === '{state}'", timeout=timeout * 1000)
+
+
+# -- the stream ------------------------------------------------------------------------------------------------
+async def test_rfb_greeting_through_the_proxied_socket(server: ServerProcess, live_browser: dict[str, Any]) -> None:
+    browser_id = live_browser["id"]
+    url = ws_url(server, f"/vnc/{browser_id}/websockify?token={view_token(browser_id)}")
+    async with websockets.connect(url, subprotocols=[Subprotocol("binary")], open_timeout=10) as ws:
+        assert ws.subprotocol == "binary"
+        assert await asyncio.wait_for(ws.recv(), 10) == b"RFB 003.008\n"
+    # the slot's VNC, noVNC and CDP ports exist, on loopback only: only the authenticated bridge is public
+    pids = {proc.pid for proc in stack_processes(server)}
+    listeners = [c for c in psutil.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN and c.pid in pids]
+    layout = slot_layout(server.slot_base)
+    assert {layout.vnc_port, layout.novnc_port, layout.cdp_port} <= {c.laddr.port for c in listeners}
+    assert {c.laddr.ip for c in listeners} == {"127.0.0.1"}
+
+
+async def test_headless_chromium_shows_the_remote_page_in_a_cross_origin_iframe(
+    server: ServerProcess, live_browser: dict[str, Any], pages: ThreadedServer
+) -> None:
+    live_url = f"http://localhost:{server.port}{live_browser['liveUrl']}"  # another site than the embedder
+    async with async_playwright() as playwright:
+        viewer = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        try:
+            page = await viewer.new_page(viewport={"width": 1000, "height": 600})
+            await page.goto(f"{pages.url}/embed?src={quote(live_url, safe='')}")
+            frame = page.frame_locator("#live")
+            await frame.locator("body[data-state=connected]").wait_for(timeout=20_000)
+            assert await frame.locator("#overlay").is_hidden()
+            deadline = time.monotonic() + 15
+            while (share := magenta_share(png := await page.screenshot(), (0, 0, 960, 540))) < 0.3:
+                assert time.monotonic() < deadline, f"only {share:.0%} of the live view is the remote page's colour"
+                await asyncio.sleep(0.2)
+        finally:
+            await viewer.close()
+    ARTIFACTS.mkdir(exist_ok=True)
+    (ARTIFACTS / "live-view-iframe.png").write_bytes(png)
+
+
+async def test_viewer_says_when_the_stream_ends(server: ServerProcess, http: httpx.Client) -> None:
+    created = create_browser(http)
+    live_url = f"{server.base_url}{created['liveUrl']}"
+    assert "Connecting…" in http.get(created["liveUrl"], headers={}).text
+    async with async_playwright() as playwright:
+        viewer = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        try:
+            page = await viewer.new_page()
+            await page.goto(live_url)
+            await wait_state(page, "connected")
+            stop_browser(http, created["id"])
+            await wait_state(page, "ended")
+            assert await page.text_content("#overlay") == "Stream ended"
+        finally:
+            await viewer.close()
+    stopped = http.get(created["liveUrl"], headers={})
+    assert stopped.status_code == 200
+    assert "is stopped" in stopped.text and "nothing to watch" in stopped.text
+    assert "http-equiv" not in stopped.text  # a stopped raw browser never comes back: no refresh
+
+
+# -- credentials -----------------------------------------------------------------------------------------------
+async def test_credentials_are_checked_on_page_assets_and_socket(
+    server: ServerProcess, live_browser: dict[str, Any]
+) -> None:
+    browser_id = live_browser["id"]
+    token = view_token(browser_id)
+    cdp_token = live_browser["cdpUrl"].split("token=")[1]
+    base = f"{server.base_url}/vnc/{browser_id}"
+    for refused in (
+        "/view",
+        "/view?token=wrong",
+        f"/view?token={cdp_token}",  # the CDP token opens CDP only
+        f"/view?token={view_token(str(uuid.uuid4()))}",  # another id's token
+        "/core/rfb.js?token=wrong",
+        "/_t/wrong/core/rfb.js",
+    ):
+        assert httpx.get(base + refused, headers=forwarded_for()).status_code == 401, refused
+    assert (
+        await close_code(
+            ws_url(server, f"/vnc/{browser_id}/websockify?token=wrong"), additional_headers=forwarded_for()
+        )
+        == 1008
+    )
+
+    for allowed, headers in (
+        (f"/view?token={token}", {}),
+        ("/view", AUTH),
+        ("/view", {"Authorization": "Basic " + base64.b64encode(f"admin:{API_KEY}".encode()).decode()}),
+        (f"/_t/{token}/core/rfb.js", {}),
+        (f"/_t/{token}/core/util/logging.js", {}),  # what rfb.js imports relatively
+        (f"/_t/{token}/vendor/pako/lib/zlib/inflate.js", {}),
+        (f"/core/rfb.js?token={token}", {}),
+    ):
+        answer = httpx.get(base + allowed, headers=headers)
+        assert answer.status_code == 200, allowed
+    script = httpx.get(f"{base}/_t/{token}/core/rfb.js")
+    assert "javascript" in script.headers["content-type"] and "export default class RFB" in script.text
+    escape = httpx.get(f"{base}/_t/{token}/core/%2e%2e/%2e%2e/%2e%2e/etc/passwd")
+    assert escape.status_code == 404
+
+
+async def test_control_toggles_view_only(server: ServerProcess, live_browser: dict[str, Any]) -> None:
+    browser_id = live_browser["id"]
+    control = f"{server.base_url}/vnc/{browser_id}/control"
+    assert httpx.get(f"{server.base_url}/vnc/{browser_id}/_t/{view_token(browser_id)}/vnc.html").status_code == 200
+    by_token = httpx.post(f"{control}?token={view_token(browser_id)}", json={"enabled": True}, headers=forwarded_for())
+    assert by_token.status_code == 401  # watching does not grant control
+    assert httpx.post(control, json={"enabled": "yes"}, headers=AUTH).status_code == 422
+    enabled = httpx.post(control, json={"enabled": True}, headers=AUTH)
+    assert enabled.status_code == 200 and enabled.json() == {"viewOnly": False}
+    display = slot_layout(server.slot_base).display
+    query = subprocess.run(
+        ["x11vnc", "-display", display, "-query", "viewonly"], capture_output=True, text=True, timeout=20
+    )
+    assert "ans=viewonly:0" in query.stdout + query.stderr
+    basic = {"Authorization": "Basic " + base64.b64encode(f"admin:{API_KEY}".encode()).decode()}
+    disabled = httpx.post(control, json={"enabled": False}, headers=basic)
+    assert disabled.status_code == 200 and disabled.json() == {"viewOnly": True}
+
+
+# -- nothing to watch ------------------------------------------------------------------------------------------
+async def test_a_session_without_a_browser_gets_a_page_that_says_so(server: ServerProcess, http: httpx.Client) -> None:
+    shell = http.post("/v3/sessions", json={}).json()
+    session_id = shell["id"]
+    token = view_token(session_id)
+    page = httpx.get(f"{server.base_url}/vnc/{session_id}/view?token={token}")
+    assert page.status_code == 200
+    assert "is created" in page.text and "nothing to watch" in page.text and 'http-equiv="refresh"' in page.text
+    asset = httpx.get(f"{server.base_url}/vnc/{session_id}/_t/{token}/core/rfb.js")
+    assert asset.status_code == 404 and asset.json() == {"detail": "Session has no live browser"}
+    assert await close_code(ws_url(server, f"/vnc/{session_id}/websockify?token={token}")) == 1011
+    unknown = http.get(f"/vnc/{uuid.uuid4()}/view")
+    assert unknown.status_code == 404 and unknown.json() == {"detail": "Session not found"}

@@ -1,0 +1,74 @@
+"""Settings: .env.example documents every setting, and invalid values stop the server with a clear message."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from openbrowse.config import Settings
+from openbrowse.errors import ConfigError
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def example_keys() -> set[str]:
+    keys = set()
+    for line in (REPO / ".env.example").read_text().splitlines():
+        match = re.match(r"^#?\s*([A-Z][A-Z0-9_]+)=", line)
+        if match:
+            keys.add(match.group(1))
+    return keys
+
+
+def test_env_example_lists_every_setting() -> None:
+    assert example_keys() == set(Settings.model_fields)
+
+
+def test_env_example_values_are_valid(tmp_path: Path) -> None:
+    values = {}
+    for line in (REPO / ".env.example").read_text().splitlines():
+        if line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            values[key] = value
+    settings = Settings(OPENBROWSE_HOME=tmp_path, **values)  # type: ignore[arg-type]
+    assert settings.PORT == 8420 and settings.MAX_CONCURRENT_SESSIONS == 1
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("MAX_CONCURRENT_SESSIONS", "0", "MAX_CONCURRENT_SESSIONS"),
+        ("KEEP_ALIVE_IDLE_TIMEOUT", "-1", "KEEP_ALIVE_IDLE_TIMEOUT"),
+        ("CLOUD_MAX_COST_FACTOR", "1.5", "CLOUD_MAX_COST_FACTOR"),
+        ("CLOUD_MAX_COST_FACTOR", "0", "CLOUD_MAX_COST_FACTOR"),
+        ("OPENAI_API_STYLE", "grpc", "OPENAI_API_STYLE"),
+        ("PORT", "70000", "PORT"),
+    ],
+)
+def test_invalid_values_name_the_setting(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, variable: str, value: str, message: str
+) -> None:
+    monkeypatch.setenv("OPENBROWSE_HOME", str(tmp_path))
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError, match=message):
+        Settings.load()
+
+
+def test_dotenv_in_home_is_read_and_environment_wins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("MAX_CONCURRENT_SESSIONS=3\nTASK_TIMEOUT=10\n")
+    monkeypatch.setenv("OPENBROWSE_HOME", str(tmp_path))
+    monkeypatch.setenv("TASK_TIMEOUT", "20")
+    settings = Settings.load()
+    assert settings.MAX_CONCURRENT_SESSIONS == 3 and settings.TASK_TIMEOUT == 20
+    assert settings.db_path == tmp_path / "data" / "browser_use.db"
+
+
+def test_public_bind_needs_an_api_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("OPENBROWSE_HOME", str(tmp_path))
+    monkeypatch.setenv("HOST", "0.0.0.0")
+    with pytest.raises(ConfigError, match="API_KEY"):
+        Settings.load()
+    monkeypatch.setenv("API_KEY", "k")
+    assert Settings.load().auth_enabled
