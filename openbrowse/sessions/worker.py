@@ -360,20 +360,30 @@ class SessionWorker:
 
     async def _record_user_stop(self, phase: Phase, reason: StopReason) -> None:
         trigger = Trigger.STOP_TASK if reason is StopReason.STOP_TASK else Trigger.STOP_SESSION
-        manager = self._runtime.manager
         if phase == "parked":
             await self._runtime.feed.append(
                 self.session_id, FeedEntry.system("keepAlive", "Keep-alive browser released: stopped by request")
             )
-            await manager.apply(self.session_id, trigger, live_url=None, browser_live=False)
+            await self._runtime.manager.apply(self.session_id, trigger, live_url=None, browser_live=False)
             return
+        await self._record_interrupted_turn(trigger, "Stopped by request.")
+
+    async def _record_shutdown(self, phase: Phase) -> None:
+        if phase in {"waiting", "queued"}:
+            return  # never started: re-queued at the next start-up
+        if phase == "parked":
+            await self._runtime.manager.apply(self.session_id, Trigger.GO_COLD, live_url=None, browser_live=False)
+            return
+        await self._record_interrupted_turn(Trigger.STOP_SESSION, "Stopped: the server shut down.")
+
+    async def _record_interrupted_turn(self, trigger: Trigger, headline: str) -> None:
+        """A turn cut short by a stop: keep what can be salvaged (spec §13.8) and say so in the feed."""
         salvage = await self._engine.salvage() if self._engine is not None else NOTHING_KEPT
-        summary = f"Stopped by request. {salvage.kept}"
+        summary = f"{headline} {salvage.kept}"
         await self._runtime.feed.append(
-            self.session_id,
-            FeedEntry(MessageType.COMPLETION, summary, {"output": _clip_output(salvage.output)}),
+            self.session_id, FeedEntry(MessageType.COMPLETION, summary, {"output": _clip_output(salvage.output)})
         )
-        await manager.apply(
+        await self._runtime.manager.apply(
             self.session_id,
             trigger,
             pending_task=None,
@@ -385,32 +395,6 @@ class SessionWorker:
             live_url=None,
             browser_live=False,
         )
-
-    async def _record_shutdown(self, phase: Phase) -> None:
-        manager = self._runtime.manager
-        if phase in {"waiting", "queued"}:
-            return  # never started: re-queued at the next start-up
-        if phase == "parked":
-            await manager.apply(self.session_id, Trigger.GO_COLD, live_url=None, browser_live=False)
-            return
-        salvage = await self._engine.salvage() if self._engine is not None else NOTHING_KEPT
-        summary = f"Stopped: the server shut down. {salvage.kept}"
-        await self._runtime.feed.append(
-            self.session_id, FeedEntry(MessageType.COMPLETION, summary, {"output": _clip_output(salvage.output)})
-        )
-        await manager.apply(
-            self.session_id,
-            Trigger.STOP_SESSION,
-            pending_task=None,
-            output=salvage.output,
-            is_task_successful=salvage.is_task_successful,
-            last_step_summary=summary,
-            failure_kind=None,
-            failure_status_code=None,
-            live_url=None,
-            browser_live=False,
-        )
-
 
 def _clip_output(output: object) -> str:
     if output is None:
