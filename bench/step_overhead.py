@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -33,7 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from openbrowse.bootstrap import prepare_process_environment
 
-prepare_process_environment()
+# browser-use leaves scratch dirs in the temp dir (one at import time): keep them all in one folder we delete.
+SCRATCH = Path(tempfile.mkdtemp(prefix="step-bench-"))
+prepare_process_environment(SCRATCH)
 
 from browser_use import Agent, BrowserSession, ChatAnthropic  # noqa: E402
 
@@ -106,8 +110,11 @@ async def run_stock(pool: SlotPool, fake: FakeProvider, site: FixtureSites, scra
         history = await agent.run(max_steps=20)
         elapsed = time.perf_counter() - started
         await browser.kill()
-    steps = len(history.history)
-    durations = [h.metadata.duration_seconds for h in history.history if h.metadata]
+    # Count agent steps only: browser-use records its initial navigation (step 0) as a history item too,
+    # and the product's stepCount does not count it either.
+    agent_items = [h for h in history.history if h.metadata and h.metadata.step_number >= 1]
+    steps = len(agent_items)
+    durations = [h.metadata.duration_seconds for h in agent_items if h.metadata]
     return Sample(elapsed / steps, statistics.mean(durations), bytes_per_agent_step(fake, marker), steps)
 
 
@@ -135,8 +142,6 @@ async def run_ours(
     stored = await sessions.get(record.id)
     steps = stored.step_count
     rows = [m for m in await feed.all(record.id) if m.type in {"browser_action", "result"}]
-    import json
-
     durations = [json.loads(m.data)["durationSeconds"] for m in rows]
     return Sample(elapsed / steps, statistics.mean(durations), bytes_per_agent_step(fake, marker), steps)
 
@@ -164,8 +169,8 @@ async def main() -> None:
     parser.add_argument("--iterations", type=int, default=3)
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="step-bench-") as tmp, FixtureSites() as site, FakeProvider() as fake:
-        scratch = Path(tmp)
+    with FixtureSites() as site, FakeProvider() as fake:
+        scratch = SCRATCH
         settings = Settings(
             OPENBROWSE_HOME=scratch, ANTHROPIC_API_KEY="fake", ANTHROPIC_BASE_URL=fake.anthropic_base_url,
             SLOT_BASE_INDEX=150,
@@ -179,4 +184,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    finally:
+        shutil.rmtree(SCRATCH, ignore_errors=True)

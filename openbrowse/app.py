@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
@@ -13,6 +14,7 @@ from openbrowse import __version__
 from openbrowse.api.auth import Authenticator, view_token
 from openbrowse.api.errors import install_error_handlers
 from openbrowse.api.routes import browsers, health, live, sessions
+from openbrowse.bootstrap import empty_temp_dir
 from openbrowse.config import Settings
 from openbrowse.domain.sessions import SessionRecord
 from openbrowse.errors import ConfigError, InvalidRequest
@@ -66,7 +68,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             db = await stack.enter_async_context(Database(settings.db_path))
             session_repo = SessionRepo(db)
             feed_repo = FeedRepo(db)
+            stack.push_async_callback(asyncio.to_thread, empty_temp_dir, settings.data_dir)
             pool = await stack.enter_async_context(SlotPool(settings, base_index=settings.SLOT_BASE_INDEX))
+            await asyncio.to_thread(empty_temp_dir, settings.data_dir)  # the pool's lock says the dir is ours
             engines = await stack.enter_async_context(EngineLoader(settings, session_repo, feed_repo))
             runtime = WorkerRuntime(
                 settings=settings,

@@ -7,6 +7,8 @@ downloads), stops it from reconfiguring the root logger, and keeps its config an
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 _FIXED = {
@@ -22,9 +24,30 @@ _FIXED = {
 
 
 def prepare_process_environment(data_dir: Path | None = None) -> None:
-    """Idempotent. ``data_dir`` places browser-use's config and cache dirs; defaults are kept otherwise."""
+    """Idempotent. With ``data_dir``: browser-use's config, cache and this process's temp files live under it.
+
+    browser-use creates scratch dirs in the temp dir (one even at import time) and never removes them, so the
+    process's temp dir is ``data/run/tmp``; the app empties it once it owns the data dir, and at shutdown.
+    """
     for name, value in _FIXED.items():
         os.environ[name] = value
     if data_dir is not None:
         os.environ.setdefault("BROWSER_USE_CONFIG_DIR", str(data_dir / "browseruse"))
         os.environ.setdefault("XDG_CACHE_HOME", str(data_dir / "cache"))
+        folder = process_temp_dir(data_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        tempfile.tempdir = str(folder)
+
+
+def process_temp_dir(data_dir: Path) -> Path:
+    return data_dir / "run" / "tmp"
+
+
+def empty_temp_dir(data_dir: Path) -> None:
+    """Delete what is in this process's temp dir (blocking; the caller owns the data dir)."""
+    folder = process_temp_dir(data_dir)
+    for entry in folder.iterdir() if folder.is_dir() else ():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)

@@ -35,6 +35,8 @@ def start_server(tmp_path: Path) -> Iterator[StartServer]:
             problems.append(f"{server.port}: {[p.name() for p in left]}")
             for proc in left:
                 proc.kill()
+        if server.temp_leftovers():
+            problems.append(f"{server.port}: temp files left: {server.temp_leftovers()}")
     assert not problems, f"processes left behind: {problems}"
 
 

@@ -211,7 +211,8 @@ class SessionManager:
                 worker.deliver(task)
                 return record
             elif worker is not None and worker.phase != "closing":
-                raise InvalidRequest(f"Session is {record.status}, not idle")
+                # the run is between its turn's end and parking: it is still busy
+                raise InvalidRequest("Session is running, not idle")
             changes.update(pending_task=task, queue_seq=await self.sessions.next_queue_seq())
             record = await self.apply_locked(session_id, Trigger.DISPATCH, **changes)
             await self.feed.append(session_id, FeedEntry.user_message(task))

@@ -22,6 +22,7 @@ from openbrowse.domain.ids import SessionId
 from openbrowse.domain.runs import NOTHING_KEPT, TurnEnding, TurnOutcome
 from openbrowse.errors import OpenBrowseError, SessionNotFound
 from openbrowse.logs import session_id_var
+from openbrowse.sessions.pressure import host_pressure
 from openbrowse.sessions.states import Trigger
 
 if TYPE_CHECKING:
@@ -174,6 +175,11 @@ class SessionWorker:
         await self._runtime.feed.append(
             self.session_id, FeedEntry(MessageType.PLANNING, f"Session started with model {record.llm_model}", {})
         )
+        pressure = await asyncio.to_thread(host_pressure)
+        if pressure is not None:
+            await self._runtime.feed.append(
+                self.session_id, FeedEntry.system("pressure", pressure.summary, level=pressure.level)
+            )
 
     async def _turn(self, engine: Engine, task: str) -> TurnOutcome:
         """One dispatch, bounded by TASK_TIMEOUT and cut short if a child process of the slot dies."""
@@ -395,6 +401,7 @@ class SessionWorker:
             live_url=None,
             browser_live=False,
         )
+
 
 def _clip_output(output: object) -> str:
     if output is None:

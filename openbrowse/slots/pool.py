@@ -22,15 +22,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import shutil
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openbrowse.errors import BrowserUnavailable
 from openbrowse.slots.ledger import Ledger, cleanup_leftovers
 from openbrowse.slots.process import run_shielded
-from openbrowse.slots.slot import Slot
+from openbrowse.slots.slot import SCRATCH_ROOT, Slot, scratch_dir
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -46,6 +48,13 @@ OnWait = Callable[[int], Awaitable[None]]
 ReleaseCallback = Callable[[], Awaitable[None]]
 
 EVICTION_TIMEOUT = 30.0
+
+
+def remove_scratch_dirs(run_dir: Path) -> None:
+    """Chromium temp dirs a previous process of this instance left under /tmp (blocking)."""
+    pattern = scratch_dir(run_dir, 0).name.rsplit("-", 1)[0] + "-*"
+    for leftover in SCRATCH_ROOT.glob(pattern):
+        shutil.rmtree(leftover, ignore_errors=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +205,7 @@ class SlotPool:
                 self.settings.run_dir / "slots",
             )
             self.ledger.reset()
+            await asyncio.to_thread(remove_scratch_dirs, self.settings.run_dir)
         except BaseException:
             self.ledger.unlock()
             raise

@@ -25,17 +25,17 @@ import logging
 import os
 import shutil
 from enum import StrEnum
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openbrowse.errors import ProcessDied
 from openbrowse.slots.chromium import BrowserProcess, find_browser_binary, prepare_fresh_dir
 from openbrowse.slots.display import DisplayStack
 from openbrowse.slots.layout import SCREEN_HEIGHT, SCREEN_WIDTH, SlotLayout
-from openbrowse.slots.ledger import TAG_ENV, kill_tagged, slot_tag
+from openbrowse.slots.ledger import TAG_ENV, instance_id, kill_tagged, slot_tag
 from openbrowse.slots.process import ManagedProcess, run_shielded
 
 if TYPE_CHECKING:
-    from pathlib import Path
     from types import TracebackType
 
     from openbrowse.config import Settings
@@ -55,6 +55,16 @@ INHERITED_ENV = frozenset(
         "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
     }
 )  # fmt: skip
+
+
+SCRATCH_ROOT = Path("/tmp")
+
+
+def scratch_dir(run_dir: Path, index: int) -> Path:
+    """Chromium's TMPDIR for one slot. Short on purpose: Chromium puts its SingletonSocket there, and a Unix
+    socket path must fit in 108 bytes. Chromium leaves ``org.chromium.*`` dirs behind when it is killed, so
+    the slot removes the whole dir at teardown."""
+    return SCRATCH_ROOT / f"openbrowse-{instance_id(run_dir)}-{index}"
 
 
 def child_environment(tag: str) -> dict[str, str]:
@@ -125,6 +135,10 @@ class Slot:
     @property
     def user_data_dir(self) -> Path:
         return self.directory / "user-data"
+
+    @property
+    def temp_dir(self) -> Path:
+        return scratch_dir(self.settings.run_dir, self.index)
 
     @property
     def state(self) -> SlotState:
@@ -211,7 +225,8 @@ class Slot:
             display=self.layout.display,
             cdp_port=self.layout.cdp_port,
             user_data_dir=self.user_data_dir,
-            env={**env, "XDG_CONFIG_HOME": str(self.directory / "config")},
+            # Chromium leaves org.chromium.* scratch dirs in TMPDIR when it is killed: keep them in the slot dir.
+            env={**env, "XDG_CONFIG_HOME": str(self.directory / "config"), "TMPDIR": str(self.temp_dir)},
             light=self.settings.CHROME_LIGHT_FLAGS,
             window_size=window_size,
             on_spawn=self._on_spawn,
@@ -223,6 +238,7 @@ class Slot:
         if vnc:
             self._display.spawn_websockify()
         await asyncio.to_thread(prepare_fresh_dir, self.directory)
+        await asyncio.to_thread(prepare_fresh_dir, self.temp_dir)
         await self._display.wait_xvfb()
         if vnc:
             self._display.spawn_x11vnc()
@@ -286,6 +302,7 @@ class Slot:
             else:
                 if leftovers:
                     logger.debug("Slot %d: killed leftover helpers %s", self.index, leftovers)
+            await asyncio.to_thread(shutil.rmtree, self.temp_dir, True)
             self._discard_directory()
             if self._ledger is not None:
                 self._ledger.remove_dir(self.directory)

@@ -31,3 +31,4 @@ def agent_server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -
     yield process
     process.stop()
     assert not process.leftovers(), process.leftovers()
+    assert not process.temp_leftovers(), process.temp_leftovers()

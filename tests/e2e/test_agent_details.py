@@ -110,3 +110,38 @@ def test_a_run_over_its_time_limit_times_out(start_server: StartServer, fake: Fa
     assert ended["isTaskSuccessful"] is False and ended["browserLive"] is False
     assert ended["lastStepSummary"] == "Timed out after 4 s. There was no output to keep."
     assert messages(server, session["id"])[-1]["type"] == "completion"
+
+
+def test_a_chain_of_actions_stops_at_the_first_page_change(
+    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
+) -> None:
+    marker = token("CHAIN")
+    chain = agent_step(
+        [
+            {"remember": {"key": "a", "value": "1"}},
+            {"navigate": {"url": f"{site.url}/product/red"}},
+            {"remember": {"key": "b", "value": "2"}},
+        ]
+    )
+    fake.script(marker, [chain, done("ok")], when=agent_steps)
+    session = create(agent_server, task=f"{marker} chain some actions")
+    wait_until_status(agent_server, session["id"], {"stopped"})
+    first = next(m for m in messages(agent_server, session["id"]) if m["type"] in {"browser_action", "result"})
+    assert data_of(first)["actions"] == ["remember", "navigate"]
+    assert [e["summary"] for e in events(agent_server, session["id"], "memory")][-1] == "a = 1"
+
+
+def test_an_openai_compatible_server_needs_no_key(start_server: StartServer, fake: FakeProvider) -> None:
+    server = start_server(OPENAI_BASE_URL=fake.openai_base_url)
+    marker = token("LOCAL")
+    fake.script(marker, [done("answered by a local model")], when=agent_steps)
+    session = create(server, task=f"{marker} use the local model", model="openai/llama-3.3-70b")
+    finished = wait_until_status(server, session["id"], {"stopped", "error"})
+    assert finished["status"] == "stopped" and finished["output"] == "answered by a local model"
+    assert finished["model"] == "openai/llama-3.3-70b" and finished["llmCostUsd"] == "0"
+    requests = fake.requests_matching(marker)
+    assert {r.api for r in requests} == {"chat"} and {r.model for r in requests} == {"llama-3.3-70b"}
+    assert requests[0].headers["authorization"] == "Bearer openbrowse-no-key"
+    refused = create(server, task="a gpt model still needs the key", model="gpt-5.6-terra")
+    failed = wait_until_status(server, refused["id"], {"error"})
+    assert "OPENAI_API_KEY" in failed["lastStepSummary"]

@@ -193,7 +193,11 @@ def test_http_form_answers_json_version(http: httpx.Client, browser: dict[str, A
 
 
 async def test_browser_use_connects_through_the_proxy(
-    http: httpx.Client, browser: dict[str, Any], pages: ThreadedServer, monkeypatch: pytest.MonkeyPatch
+    http: httpx.Client,
+    browser: dict[str, Any],
+    pages: ThreadedServer,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     for name in ("ANONYMIZED_TELEMETRY", "BROWSER_USE_VERSION_CHECK", "BROWSER_USE_CLOUD_SYNC"):
         monkeypatch.setenv(name, "false")
@@ -203,7 +207,9 @@ async def test_browser_use_connects_through_the_proxy(
     token = browser["cdpUrl"].split("token=")[1]
     http_form = f"{http.base_url}/v3/browsers/{browser['id']}/cdp?token={token}"
     for cdp_url in (browser["cdpUrl"], http_form):
-        session = BrowserSession(cdp_url=cdp_url, headless=False)
+        session = BrowserSession(
+            cdp_url=cdp_url, headless=False, user_data_dir=tmp_path / "profile", downloads_path=tmp_path / "downloads"
+        )
         await session.start()
         try:
             await session.navigate_to(f"{pages.url}/hello")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 
 import psutil
 import pytest
@@ -95,3 +96,21 @@ def test_a_new_run_evicts_the_longest_parked_session(start_server: StartServer, 
     assert all(
         data_of(m).get("category") != "system" or "released" not in m["summary"] for m in messages(server, newer["id"])
     )
+
+
+def test_a_browser_that_cannot_launch_fails_the_run_and_the_next_run_retries(
+    start_server: StartServer, fake: FakeProvider, tmp_path: Path
+) -> None:
+    broken = tmp_path / "broken-chromium"
+    broken.write_text("#!/bin/sh\necho 'cannot open display' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    server = start_server(**fake.env(), CHROME_BINARY=broken)
+    first = create(server, task=f"{token('LAUNCH')} never gets a browser")
+    failed = wait_until_status(server, first["id"], {"error"})
+    assert failed["failureKind"] == "agent_failure" and failed["browserLive"] is False
+    assert "Chromium" in failed["lastStepSummary"] and "cannot open display" in failed["lastStepSummary"]
+    second = create(server, task=f"{token('AGAIN')} tries again")
+    assert wait_until_status(server, second["id"], {"error"})["failureKind"] == "agent_failure"
+    launches = server.log().count("cannot open display")
+    assert launches >= 2
+    assert browser_stack_processes(str(server.home)) == []

@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import psutil
 
+from openbrowse.slots.slot import scratch_dir
 from tests.support.slot_range import free_slot_base
 
 REPO = Path(__file__).resolve().parents[2]
@@ -60,13 +61,32 @@ class ServerProcess:
     def log_path(self) -> Path:
         return self.home / "server.log"
 
+    @property
+    def temp_dir(self) -> Path:
+        """The server's TMPDIR: nothing may be left in it (browser-use leaks scratch dirs unless told where)."""
+        return self.home / "tmp"
+
+    def temp_leftovers(self) -> list[str]:
+        """Files in the server's TMPDIR, and Chromium scratch dirs of its slots under /tmp."""
+        found = sorted(p.name for p in self.temp_dir.iterdir()) if self.temp_dir.exists() else []
+        scratch = scratch_dir(self.home / "data" / "run", 0)
+        return found + sorted(str(p) for p in scratch.parent.glob(scratch.name.rsplit("-", 1)[0] + "-*"))
+
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def start(self) -> ServerProcess:
         self.home.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "API_KEY"))}
-        env.update({"OPENBROWSE_HOME": str(self.home), "PYTHONUNBUFFERED": "1", "SLOT_BASE_INDEX": str(self.slot_base)})
+        self.temp_dir.mkdir(exist_ok=True)
+        env.update(
+            {
+                "OPENBROWSE_HOME": str(self.home),
+                "PYTHONUNBUFFERED": "1",
+                "SLOT_BASE_INDEX": str(self.slot_base),
+                "TMPDIR": str(self.temp_dir),
+            }
+        )
         env.update(self.env)
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
