@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import psutil
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 
 from openbrowse import __version__
 from openbrowse.api.deps import ApiKey, ManagerDep, SettingsDep
@@ -13,6 +13,12 @@ router = APIRouter(tags=["health"])
 
 _CPU_BUSY_PERCENT = 90.0
 _MEMORY_BUSY_PERCENT = 90.0
+
+
+@router.get("/favicon.ico", include_in_schema=False)
+async def favicon() -> Response:
+    """Browsers ask for it on every live-view page; answer without a 404 in their console."""
+    return Response(status_code=204)
 
 
 @router.get("/health", response_model=HealthView)
