@@ -1,11 +1,14 @@
-"""Typed access to app-wide services from route handlers, and the auth dependency."""
+"""Typed access to app-wide services from route handlers, and the auth dependency.
+
+Every dependency takes an ``HTTPConnection`` so it serves HTTP and WebSocket routes alike.
+"""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 import httpx
-from fastapi import Depends, Request
+from fastapi import Depends
 from starlette.requests import HTTPConnection
 
 from openbrowse.api.auth import Authenticator
@@ -15,34 +18,23 @@ from openbrowse.sessions.live import LiveTargets
 from openbrowse.sessions.manager import SessionManager
 
 
-def get_settings(request: Request) -> Settings:
-    settings: Settings = request.app.state.settings
-    return settings
-
-
-def get_manager(request: Request) -> SessionManager:
-    manager: SessionManager = request.app.state.manager
-    return manager
-
-
-def get_authenticator(request: Request) -> Authenticator:
-    authenticator: Authenticator = request.app.state.authenticator
-    return authenticator
-
-
-def require_api_key(request: Request) -> None:
-    get_authenticator(request).require_api_key(request)
-
-
-# Typed on HTTPConnection so they also serve WebSocket routes.
-def connection_settings(conn: HTTPConnection) -> Settings:
+def get_settings(conn: HTTPConnection) -> Settings:
     settings: Settings = conn.app.state.settings
     return settings
 
 
-def connection_authenticator(conn: HTTPConnection) -> Authenticator:
+def get_manager(conn: HTTPConnection) -> SessionManager:
+    manager: SessionManager = conn.app.state.manager
+    return manager
+
+
+def get_authenticator(conn: HTTPConnection) -> Authenticator:
     authenticator: Authenticator = conn.app.state.authenticator
     return authenticator
+
+
+def require_api_key(conn: HTTPConnection) -> None:
+    get_authenticator(conn).require_api_key(conn)
 
 
 def get_browsers(conn: HTTPConnection) -> BrowserService:
@@ -63,9 +55,8 @@ def get_loopback_http(conn: HTTPConnection) -> httpx.AsyncClient:
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 ManagerDep = Annotated[SessionManager, Depends(get_manager)]
+AuthenticatorDep = Annotated[Authenticator, Depends(get_authenticator)]
 ApiKey = Depends(require_api_key)
-ConnSettingsDep = Annotated[Settings, Depends(connection_settings)]
-ConnAuthenticatorDep = Annotated[Authenticator, Depends(connection_authenticator)]
 BrowsersDep = Annotated[BrowserService, Depends(get_browsers)]
 LiveTargetsDep = Annotated[LiveTargets, Depends(get_live_targets)]
 LoopbackHttpDep = Annotated[httpx.AsyncClient, Depends(get_loopback_http)]

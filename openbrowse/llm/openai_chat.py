@@ -15,19 +15,17 @@ servers return beside the answer (``reasoning_content`` / ``reasoning``) becomes
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import openai
-from browser_use.llm.base import BaseChatModel
-from browser_use.llm.exceptions import ModelOutputTruncatedError, ModelProviderError
+from browser_use.llm.exceptions import ModelOutputTruncatedError
 from browser_use.llm.views import ChatInvokeCompletion, ChatInvokeUsage
 from pydantic import BaseModel
 
-from openbrowse.llm.metering import attach_usage
-from openbrowse.llm.openai_common import chat_usage, error_mentions, make_client, map_sdk_error
+from openbrowse.llm.openai_client import OpenAIProtocolModel
+from openbrowse.llm.openai_common import chat_usage, error_mentions, make_client
 from openbrowse.llm.openai_messages import to_chat_messages
 from openbrowse.llm.params import (
     OPENAI_DEFAULT_BASE_URL,
@@ -57,7 +55,7 @@ def _reasoning_text(message: Any) -> str | None:
 
 
 @dataclass
-class ChatCompletionsModel(BaseChatModel):
+class ChatCompletionsModel(OpenAIProtocolModel):
     """Chat Completions client with schema-in-prompt structured output."""
 
     model: str
@@ -110,36 +108,10 @@ class ChatCompletionsModel(BaseChatModel):
         # retried outside the ``except`` block so a failure of the retry is not chained to the 400
         return await self._post(self.request_body(messages, output_format))
 
-    @overload
-    async def ainvoke(
-        self, messages: list[BaseMessage], output_format: None = None, **kwargs: Any
-    ) -> ChatInvokeCompletion[str]: ...
+    def _usage(self, response: Any) -> ChatInvokeUsage | None:
+        return chat_usage(getattr(response, "usage", None))
 
-    @overload
-    async def ainvoke(
-        self, messages: list[BaseMessage], output_format: type[T], **kwargs: Any
-    ) -> ChatInvokeCompletion[T]: ...
-
-    async def ainvoke(
-        self,
-        messages: list[BaseMessage],
-        output_format: type[T] | None = None,
-        **kwargs: Any,  # noqa: ARG002 - browser-use passes session_id etc.; nothing to forward
-    ) -> ChatInvokeCompletion[T] | ChatInvokeCompletion[str]:
-        try:
-            response = await self._create(messages, output_format)
-        except openai.OpenAIError as exc:
-            raise map_sdk_error(exc, self.model) from exc
-        except json.JSONDecodeError as exc:
-            raise UnusableOutputError("The provider's response body is not valid JSON.", self.model) from exc
-        usage = chat_usage(getattr(response, "usage", None))
-        try:
-            return self._completion(response, output_format, usage)
-        except ModelProviderError as exc:
-            attach_usage(exc, usage)
-            raise
-
-    def _completion(
+    def _read(
         self, response: Any, output_format: type[T] | None, usage: ChatInvokeUsage | None
     ) -> ChatInvokeCompletion[T] | ChatInvokeCompletion[str]:
         choices = getattr(response, "choices", None)

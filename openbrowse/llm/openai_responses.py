@@ -17,19 +17,17 @@ model instance. ``status: incomplete`` with reason ``max_output_tokens`` raises 
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import openai
-from browser_use.llm.base import BaseChatModel
 from browser_use.llm.exceptions import ModelOutputTruncatedError, ModelProviderError
-from browser_use.llm.views import ChatInvokeCompletion
+from browser_use.llm.views import ChatInvokeCompletion, ChatInvokeUsage
 from pydantic import BaseModel
 
-from openbrowse.llm.metering import attach_usage
-from openbrowse.llm.openai_common import error_mentions, make_client, map_sdk_error, responses_usage
+from openbrowse.llm.openai_client import OpenAIProtocolModel
+from openbrowse.llm.openai_common import error_mentions, make_client, responses_usage
 from openbrowse.llm.openai_messages import to_responses_input
 from openbrowse.llm.params import (
     OPENAI_DEFAULT_BASE_URL,
@@ -88,7 +86,7 @@ def read_reply(response: Any) -> ResponsesReply:
 
 
 @dataclass
-class ResponsesChatModel(BaseChatModel):
+class ResponsesChatModel(OpenAIProtocolModel):
     """Responses API client. ``reasoning_effort=None`` sends no ``reasoning`` parameter."""
 
     model: str
@@ -155,40 +153,15 @@ class ResponsesChatModel(BaseChatModel):
         # retried outside the ``except`` block so a failure of the retry is not chained to the 400
         return await self._post(self.request_body(messages, output_format))
 
-    @overload
-    async def ainvoke(
-        self, messages: list[BaseMessage], output_format: None = None, **kwargs: Any
-    ) -> ChatInvokeCompletion[str]: ...
+    def _usage(self, response: Any) -> ChatInvokeUsage | None:
+        return responses_usage(getattr(response, "usage", None))
 
-    @overload
-    async def ainvoke(
-        self, messages: list[BaseMessage], output_format: type[T], **kwargs: Any
-    ) -> ChatInvokeCompletion[T]: ...
-
-    async def ainvoke(
-        self,
-        messages: list[BaseMessage],
-        output_format: type[T] | None = None,
-        **kwargs: Any,  # noqa: ARG002 - browser-use passes session_id etc.; nothing to forward
+    def _read(
+        self, response: Any, output_format: type[T] | None, usage: ChatInvokeUsage | None
     ) -> ChatInvokeCompletion[T] | ChatInvokeCompletion[str]:
-        try:
-            response = await self._create(messages, output_format)
-        except openai.OpenAIError as exc:
-            raise map_sdk_error(exc, self.model) from exc
-        except json.JSONDecodeError as exc:
-            raise UnusableOutputError("The provider's response body is not valid JSON.", self.model) from exc
-        usage = responses_usage(getattr(response, "usage", None))
-        try:
-            if not isinstance(getattr(response, "output", None), list):
-                raise UnusableOutputError("The provider's response is not a Responses API object.", self.model)
-            return self._completion(read_reply(response), output_format, usage)
-        except ModelProviderError as exc:
-            attach_usage(exc, usage)
-            raise
-
-    def _completion(
-        self, reply: ResponsesReply, output_format: type[T] | None, usage: Any
-    ) -> ChatInvokeCompletion[T] | ChatInvokeCompletion[str]:
+        if not isinstance(getattr(response, "output", None), list):
+            raise UnusableOutputError("The provider's response is not a Responses API object.", self.model)
+        reply = read_reply(response)
         stop_reason = reply.incomplete_reason or reply.status
         if reply.status == "failed":
             raise ModelProviderError(reply.error or "The response failed.", status_code=500, model=self.model)

@@ -31,7 +31,7 @@ from openbrowse.api.browser_schemas import (
     browser_view,
     proxied_cdp_url,
 )
-from openbrowse.api.deps import ApiKey, BrowsersDep, ConnAuthenticatorDep, ConnSettingsDep, LoopbackHttpDep
+from openbrowse.api.deps import ApiKey, AuthenticatorDep, BrowsersDep, LoopbackHttpDep, SettingsDep
 from openbrowse.api.resource_auth import require_cdp_access
 from openbrowse.api.ws_bridge import CLOSE_POLICY, CLOSE_UNAVAILABLE, bridge, close_quietly
 from openbrowse.config import Settings
@@ -84,7 +84,7 @@ async def _while_connected(request: Request, work: Awaitable[T]) -> T:
 @router.post(
     "", status_code=201, response_model=BrowserView, response_model_by_alias=True, openapi_extra=_CREATE_BODY_DOC
 )
-async def create_browser(request: Request, browsers: BrowsersDep, settings: ConnSettingsDep) -> Any:
+async def create_browser(request: Request, browsers: BrowsersDep, settings: SettingsDep) -> Any:
     """Start a browser on a display slot (waiting in the slot queue if needed); answers once it is up."""
     body = await parse_body(request, CreateBrowserBody)
     try:
@@ -99,7 +99,7 @@ async def create_browser(request: Request, browsers: BrowsersDep, settings: Conn
 async def list_browsers(
     request: Request,
     browsers: BrowsersDep,
-    settings: ConnSettingsDep,
+    settings: SettingsDep,
     page_number: Annotated[int, Query(alias="pageNumber", ge=1)] = 1,
     page_size: Annotated[int, Query(alias="pageSize", ge=1, le=100)] = 20,
     filter_by: Annotated[BrowserStatus | None, Query(alias="filterBy")] = None,
@@ -114,15 +114,13 @@ async def list_browsers(
 
 
 @router.get("/{browser_id}", response_model=BrowserView, response_model_by_alias=True)
-async def get_browser(
-    browser_id: str, request: Request, browsers: BrowsersDep, settings: ConnSettingsDep
-) -> BrowserView:
+async def get_browser(browser_id: str, request: Request, browsers: BrowsersDep, settings: SettingsDep) -> BrowserView:
     return _view(await browsers.get(browser_id), request, browsers, settings)
 
 
 @router.patch("/{browser_id}", response_model=BrowserView, response_model_by_alias=True)
 async def update_browser(
-    browser_id: str, request: Request, browsers: BrowsersDep, settings: ConnSettingsDep
+    browser_id: str, request: Request, browsers: BrowsersDep, settings: SettingsDep
 ) -> BrowserView:
     """``{"action": "stop"}``: stop the browser and release its slot (idempotent)."""
     await browsers.get(browser_id)  # 404 before judging the body
@@ -135,8 +133,8 @@ async def cdp_socket(
     websocket: WebSocket,
     browser_id: str,
     browsers: BrowsersDep,
-    auth: ConnAuthenticatorDep,
-    settings: ConnSettingsDep,
+    auth: AuthenticatorDep,
+    settings: SettingsDep,
 ) -> None:
     """The browser's DevTools socket. Close 1008 on bad credentials, 1011 if the browser is not active."""
     await websocket.accept()
@@ -159,8 +157,8 @@ async def cdp_version(
     browser_id: str,
     request: Request,
     browsers: BrowsersDep,
-    auth: ConnAuthenticatorDep,
-    settings: ConnSettingsDep,
+    auth: AuthenticatorDep,
+    settings: SettingsDep,
     http: LoopbackHttpDep,
 ) -> JSONResponse:
     """Chromium's ``/json/version``, with ``webSocketDebuggerUrl`` rewritten to the proxied socket."""

@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException
 
 from openbrowse.api.auth import AuthFailed, AuthThrottled, view_token
 from openbrowse.api.body import parse_body
-from openbrowse.api.deps import ConnAuthenticatorDep, ConnSettingsDep, LiveTargetsDep, LoopbackHttpDep
+from openbrowse.api.deps import AuthenticatorDep, LiveTargetsDep, LoopbackHttpDep, SettingsDep
 from openbrowse.api.live_page import no_live_browser_page, viewer_page
 from openbrowse.api.resource_auth import require_path_token
 from openbrowse.api.schemas import WireModel
@@ -71,7 +71,7 @@ async def _start_vnc(slot: LiveSlot) -> None:
 
 @router.get("/{target_id}/view", response_class=HTMLResponse)
 async def view(
-    target_id: str, request: Request, targets: LiveTargetsDep, auth: ConnAuthenticatorDep, settings: ConnSettingsDep
+    target_id: str, request: Request, targets: LiveTargetsDep, auth: AuthenticatorDep, settings: SettingsDep
 ) -> HTMLResponse:
     """The viewer page; a page saying there is nothing to watch when no browser of the id is up."""
     auth.require_viewer(request, target_id)
@@ -91,7 +91,7 @@ async def view(
 
 
 @router.post("/{target_id}/control", response_model=ControlView, response_model_by_alias=True)
-async def control(target_id: str, request: Request, targets: LiveTargetsDep, auth: ConnAuthenticatorDep) -> ControlView:
+async def control(target_id: str, request: Request, targets: LiveTargetsDep, auth: AuthenticatorDep) -> ControlView:
     """Let live viewers also control the browser (``enabled: true``) or only watch it (the default)."""
     auth.require_viewer(request, None)  # no resource id: the view token does not grant control
     body = await parse_body(request, ControlBody)
@@ -105,7 +105,7 @@ async def control(target_id: str, request: Request, targets: LiveTargetsDep, aut
 
 
 @router.websocket("/{target_id}/websockify")
-async def websockify(websocket: WebSocket, target_id: str, targets: LiveTargetsDep, auth: ConnAuthenticatorDep) -> None:
+async def websockify(websocket: WebSocket, target_id: str, targets: LiveTargetsDep, auth: AuthenticatorDep) -> None:
     """VNC bytes, bridged to the slot's websockify. Close 1008 on bad credentials, 1011 with nothing to show."""
     await websocket.accept(subprotocol=offered_subprotocol(websocket, "binary"))
     try:
@@ -132,8 +132,8 @@ async def asset(
     asset: str,
     request: Request,
     targets: LiveTargetsDep,
-    auth: ConnAuthenticatorDep,
-    settings: ConnSettingsDep,
+    auth: AuthenticatorDep,
+    settings: SettingsDep,
     http: LoopbackHttpDep,
 ) -> Response:
     """A static noVNC file from the slot's websockify (``--web NOVNC_WEB_DIR``)."""
