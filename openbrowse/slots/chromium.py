@@ -66,6 +66,13 @@ BASE_FLAGS: tuple[str, ...] = (
     "--window-position=0,0",
 )
 ROOT_FLAGS: tuple[str, ...] = ("--no-sandbox", "--test-type")  # --test-type hides the --no-sandbox infobar
+CONTAINER_MARKERS = (Path("/.dockerenv"), Path("/run/.containerenv"))
+
+
+def needs_no_sandbox() -> bool:
+    """Chromium's sandbox cannot run as root, nor (without extra privileges) inside a container, where the
+    container is the isolation boundary."""
+    return os.geteuid() == 0 or any(marker.exists() for marker in CONTAINER_MARKERS)
 # Spec §3 CHROME_LIGHT_FLAGS: no GPU, <=4 renderers, 256 MB JS heap, low-end mode; site isolation kept.
 LIGHT_FLAGS: tuple[str, ...] = (
     "--disable-gpu",
@@ -154,7 +161,7 @@ def chromium_argv(
 ) -> list[str]:
     """The full command line. Exactly one URL is passed, so Chromium opens exactly one tab."""
     if as_root is None:
-        as_root = os.geteuid() == 0
+        as_root = needs_no_sandbox()
     width, height = window_size
     argv = [
         str(binary.path),
