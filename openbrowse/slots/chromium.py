@@ -73,6 +73,8 @@ def needs_no_sandbox() -> bool:
     """Chromium's sandbox cannot run as root, nor (without extra privileges) inside a container, where the
     container is the isolation boundary."""
     return os.geteuid() == 0 or any(marker.exists() for marker in CONTAINER_MARKERS)
+
+
 # Spec §3 CHROME_LIGHT_FLAGS: no GPU, <=4 renderers, 256 MB JS heap, low-end mode; site isolation kept.
 LIGHT_FLAGS: tuple[str, ...] = (
     "--disable-gpu",
