@@ -13,13 +13,14 @@ from fastapi.middleware.cors import CORSMiddleware
 from openbrowse import __version__
 from openbrowse.api.auth import Authenticator, view_token
 from openbrowse.api.errors import install_error_handlers
-from openbrowse.api.routes import browsers, health, live, sessions
+from openbrowse.api.routes import browsers, events, health, live, sessions
 from openbrowse.bootstrap import empty_temp_dir
 from openbrowse.config import Settings
 from openbrowse.domain.sessions import SessionRecord
 from openbrowse.errors import ConfigError, InvalidRequest
 from openbrowse.llm.catalog import resolve_model
 from openbrowse.llm.keys import missing_provider_key
+from openbrowse.sessions.activity import ActivityBoard
 from openbrowse.sessions.browsers import BrowserService
 from openbrowse.sessions.live import LiveTargets
 from openbrowse.sessions.manager import SessionManager
@@ -68,10 +69,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             db = await stack.enter_async_context(Database(settings.db_path))
             session_repo = SessionRepo(db)
             feed_repo = FeedRepo(db)
+            activity = app.state.activity = ActivityBoard()
+            session_repo.listen(activity.touch)
+            feed_repo.listen(activity.touch)
             stack.push_async_callback(asyncio.to_thread, empty_temp_dir, settings.data_dir)
             pool = await stack.enter_async_context(SlotPool(settings, base_index=settings.SLOT_BASE_INDEX))
             await asyncio.to_thread(empty_temp_dir, settings.data_dir)  # the pool's lock says the dir is ours
-            engines = await stack.enter_async_context(EngineLoader(settings, session_repo, feed_repo))
+            engines = await stack.enter_async_context(EngineLoader(settings, session_repo, feed_repo, activity))
             runtime = WorkerRuntime(
                 settings=settings,
                 sessions=session_repo,
@@ -104,6 +108,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     v3 = APIRouter(prefix="/v3")
     v3.include_router(sessions.router)
+    v3.include_router(events.router)
     v3.include_router(browsers.router)
     v3.include_router(browsers.cdp_router)
     app.include_router(health.router)

@@ -97,6 +97,9 @@ class Settings(BaseSettings):
 
     LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
+    EVENTS_PING_INTERVAL: float = Field(default=15, gt=0)
+    """Seconds between heartbeat comments on ``/v3/sessions/{id}/events``, so proxies keep the stream open."""
+
     @field_validator("LOG_LEVEL", mode="before")
     @classmethod
     def _upper_log_level(cls, value: object) -> object:

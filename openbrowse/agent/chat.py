@@ -18,6 +18,7 @@ from browser_use.llm.views import ChatInvokeCompletion
 from pydantic import BaseModel
 
 from openbrowse.agent.cards import with_cards
+from openbrowse.domain.activity import NO_ACTIVITY, ActivityKind, ActivityReporter
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -56,9 +57,10 @@ class AgentChatModel(BaseChatModel):
 
     _verified_api_keys = True
 
-    def __init__(self, inner: BaseChatModel, log: AgentCallLog) -> None:
+    def __init__(self, inner: BaseChatModel, log: AgentCallLog, activity: ActivityReporter = NO_ACTIVITY) -> None:
         self._inner = inner
         self.log = log
+        self._activity = activity
         self.model = inner.model
 
     @property
@@ -92,6 +94,7 @@ class AgentChatModel(BaseChatModel):
             reminder = f"GOAL: {self.log.goal} Not done until this is met."
             messages = [*messages, UserMessage(content=reminder)]
         started = time.monotonic()
+        self._activity.begin("Reasoning", ActivityKind.REASONING, step=self.log.step)
         try:
             result = await self._inner.ainvoke(messages, with_cards(output_format), **kwargs)
         except Exception as exc:
@@ -102,4 +105,5 @@ class AgentChatModel(BaseChatModel):
         self.log.consecutive_errors = 0
         self.log.last_error = None
         self.log.calls.append(CallRecord(duration=time.monotonic() - started, thinking=result.thinking))
+        self._activity.begin("Running actions", ActivityKind.ACTIONS, step=self.log.step)
         return result  # type: ignore[return-value]

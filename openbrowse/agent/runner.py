@@ -34,6 +34,7 @@ from openbrowse.agent.prompts import MAX_ACTIONS_PER_STEP, output_format_block, 
 from openbrowse.agent.steps import failed_step_entry, step_entry
 from openbrowse.agent.timeouts import TIMEOUTS
 from openbrowse.agent.tools.clipboard import Clipboard, register_clipboard
+from openbrowse.domain.activity import NO_ACTIVITY, ActivityKind, ActivityReporter
 from openbrowse.domain.failures import Failure, FailureKind
 from openbrowse.domain.feed import EventCategory, FeedEntry, FeedSink, MessageType
 from openbrowse.domain.ids import SessionId
@@ -108,11 +109,14 @@ class AgentRunner:
         llm: BaseChatModel,
         sink: FeedSink,
         callbacks: RunCallbacks,
+        *,
+        activity: ActivityReporter = NO_ACTIVITY,
     ) -> None:
         self._spec = spec
         self._browser = browser_session
         self._log = AgentCallLog()
-        self._llm = AgentChatModel(llm, self._log)
+        self._activity = activity
+        self._llm = AgentChatModel(llm, self._log, activity)
         self._sink = sink
         self._callbacks = callbacks
         self._clipboard = Clipboard()
@@ -152,6 +156,8 @@ class AgentRunner:
             return await self._fatal(gave_up.__cause__ or gave_up)
         except Exception as exc:
             return await self._fatal(exc)
+        finally:
+            self._activity.finish()
         return await self._finished_outcome(agent, max_steps)
 
     def _task_text(self, task: str, goal: str, preamble: str | None) -> str:
@@ -193,6 +199,7 @@ class AgentRunner:
     # -- hooks -------------------------------------------------------------------------------------------------
     async def _on_step_start(self, agent: Agent[Any, Any]) -> None:
         self._log.step = agent.state.n_steps
+        self._activity.begin("Preparing next step", ActivityKind.PREPARING, step=agent.state.n_steps)
         if self._log.reminder_due():
             completed_steps = agent.state.n_steps - 1
             await self._event(

@@ -13,6 +13,7 @@ from starlette.requests import HTTPConnection
 
 from openbrowse.api.auth import Authenticator
 from openbrowse.config import Settings
+from openbrowse.sessions.activity import ActivityBoard
 from openbrowse.sessions.browsers import BrowserService
 from openbrowse.sessions.live import LiveTargets
 from openbrowse.sessions.manager import SessionManager
@@ -53,6 +54,11 @@ def get_loopback_http(conn: HTTPConnection) -> httpx.AsyncClient:
     return client
 
 
+def get_activity_board(conn: HTTPConnection) -> ActivityBoard:
+    board: ActivityBoard = conn.app.state.activity
+    return board
+
+
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 ManagerDep = Annotated[SessionManager, Depends(get_manager)]
 AuthenticatorDep = Annotated[Authenticator, Depends(get_authenticator)]
@@ -60,3 +66,4 @@ ApiKey = Depends(require_api_key)
 BrowsersDep = Annotated[BrowserService, Depends(get_browsers)]
 LiveTargetsDep = Annotated[LiveTargets, Depends(get_live_targets)]
 LoopbackHttpDep = Annotated[httpx.AsyncClient, Depends(get_loopback_http)]
+ActivityBoardDep = Annotated[ActivityBoard, Depends(get_activity_board)]

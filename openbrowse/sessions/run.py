@@ -22,6 +22,7 @@ from openbrowse.agent.replay import replay_preamble
 from openbrowse.agent.runner import AgentRunner, RunSpec, temp_dir_inside
 from openbrowse.agent.tools.clipboard import start_url_of
 from openbrowse.config import Settings
+from openbrowse.domain.activity import NO_ACTIVITY, ActivityReporter
 from openbrowse.domain.feed import EventCategory, FeedEntry, MessageType
 from openbrowse.domain.runs import NOTHING_KEPT, Salvage, TurnOutcome
 from openbrowse.domain.sessions import SessionRecord
@@ -45,8 +46,17 @@ PREFLIGHT_MAX_TOKENS = 300
 class AgentEngine:
     """Implements :class:`openbrowse.sessions.runtime.Engine`."""
 
-    def __init__(self, settings: Settings, record: SessionRecord, sessions: SessionRepo, feed: FeedRepo) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        record: SessionRecord,
+        sessions: SessionRepo,
+        feed: FeedRepo,
+        *,
+        activity: ActivityReporter = NO_ACTIVITY,
+    ) -> None:
         self._settings = settings
+        self._activity = activity
         self._record = record
         self._sessions = sessions
         self._feed = feed
@@ -135,6 +145,7 @@ class AgentEngine:
                 self._agent_llm,
                 self._feed,
                 self,
+                activity=self._activity,
             )
         except BaseException:
             await self._cancel_goal()

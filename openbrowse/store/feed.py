@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from openbrowse.domain.clock import Clock, from_wire, to_wire, utc_now
@@ -35,6 +36,11 @@ class FeedRepo:
     def __init__(self, db: Database, clock: Clock = utc_now) -> None:
         self._db = db
         self._clock = clock
+        self._listeners: list[Callable[[str], None]] = []
+
+    def listen(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(session_id)`` after every committed append (wakes the event streams)."""
+        self._listeners.append(listener)
 
     async def append(self, session_id: SessionId, entry: FeedEntry) -> Message:
         message_id = new_message_id()
@@ -55,6 +61,8 @@ class FeedRepo:
                 ),
             )
             seq = cursor.lastrowid or 0
+        for listener in self._listeners:
+            listener(session_id)
         return Message(
             id=message_id,
             session_id=session_id,
@@ -100,6 +108,20 @@ class FeedRepo:
         if backwards:
             messages.reverse()
         return messages, has_more
+
+    async def seq_of(self, session_id: str, message_id: str) -> int | None:
+        """The sequence number of a message of this session, or None if it is not one of its messages."""
+        row = await self._db.fetch_one(
+            "SELECT seq FROM messages WHERE id = ? AND session_id = ?", (message_id, session_id)
+        )
+        return int(row[0]) if row is not None else None
+
+    async def since(self, session_id: str, seq: int, limit: int) -> list[Message]:
+        """The next ``limit`` messages after sequence number ``seq``, in order."""
+        rows = await self._db.fetch_all(
+            "SELECT * FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?", (session_id, seq, limit)
+        )
+        return [_message(row) for row in rows]
 
     async def all(self, session_id: str) -> list[Message]:
         rows = await self._db.fetch_all("SELECT * FROM messages WHERE session_id = ? ORDER BY seq", (session_id,))

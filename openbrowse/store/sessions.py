@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import fields
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -73,6 +74,15 @@ class SessionRepo:
     def __init__(self, db: Database, clock: Clock = utc_now) -> None:
         self._db = db
         self._clock = clock
+        self._listeners: list[Callable[[str], None]] = []
+
+    def listen(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(session_id)`` after every committed update or delete (wakes the event streams)."""
+        self._listeners.append(listener)
+
+    def _changed(self, session_id: str) -> None:
+        for listener in self._listeners:
+            listener(session_id)
 
     def now(self) -> Any:
         return self._clock()
@@ -107,6 +117,7 @@ class SessionRepo:
             cursor = await conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*values, session_id))
             if cursor.rowcount == 0:
                 raise SessionNotFound()
+        self._changed(session_id)
         return await self.get(session_id)
 
     async def add_usage(
@@ -125,6 +136,7 @@ class SessionRepo:
             cursor = await conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
             if cursor.rowcount == 0:
                 raise SessionNotFound()
+        self._changed(session_id)
 
     async def page(self, page: int, page_size: int) -> tuple[list[SessionRecord], int]:
         total_row = await self._db.fetch_one("SELECT COUNT(*) FROM sessions")

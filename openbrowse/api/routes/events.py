@@ -1,0 +1,36 @@
+"""``GET /v3/sessions/{id}/events``: the session's feed, status, activity and code as server-sent events."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Header
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from openbrowse.api.deps import ActivityBoardDep, ApiKey, ManagerDep, SettingsDep
+from openbrowse.api.event_schemas import server_sent
+from openbrowse.sessions.events import SessionEventStream
+
+router = APIRouter(prefix="/sessions", tags=["sessions"], dependencies=[ApiKey])
+
+
+async def _frames(stream: SessionEventStream) -> AsyncIterator[ServerSentEvent]:
+    async for event in stream:
+        yield server_sent(event)
+
+
+@router.get("/{session_id}/events", response_class=EventSourceResponse)
+async def session_events(
+    session_id: str,
+    manager: ManagerDep,
+    board: ActivityBoardDep,
+    settings: SettingsDep,
+    after: str | None = None,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> EventSourceResponse:
+    """Stream the session until it rests. Resume with ``Last-Event-ID`` (or ``?after=``, for clients that cannot
+    set headers): both name the last message received; an id that is not one of this session's messages is a 422.
+    """
+    stream = await SessionEventStream.open(manager.sessions, manager.feed, board, session_id, last_event_id or after)
+    return EventSourceResponse(_frames(stream), ping=settings.EVENTS_PING_INTERVAL)
