@@ -1,39 +1,33 @@
-"""Command line: ``python -m openbrowse [serve] [--host H] [--port P]`` or ``openbrowse serve``."""
+"""Command line: ``openbrowse [serve] [--host H] [--port P]`` starts the server (the default command);
+``openbrowse run``, ``openbrowse sessions …`` and ``openbrowse browsers ls`` are the HTTP client
+(``openbrowse.cli``)."""
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
 
 from openbrowse import __version__
+from openbrowse.cli import browsers, run, sessions
 from openbrowse.errors import ConfigError
 
 logger = logging.getLogger("openbrowse")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="openbrowse", description="Self-hosted browser-agent service.")
-    parser.add_argument("--version", action="version", version=f"openbrowse {__version__}")
-    commands = parser.add_subparsers(dest="command")
-    serve = commands.add_parser("serve", help="start the API server (the default command)")
-    for target in (parser, serve):
-        target.add_argument("--host", help="bind address (default: HOST, else 127.0.0.1)")
-        target.add_argument("--port", type=int, help="listen port (default: PORT, else 8420; 0 = ephemeral)")
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def _serve(host: str | None, port: int | None) -> int:
     from openbrowse.bootstrap import prepare_process_environment
     from openbrowse.config import Settings
     from openbrowse.logs import configure_logging
 
     overrides: dict[str, object] = {}
-    if args.host:
-        overrides["HOST"] = args.host
-    if args.port is not None:
-        overrides["PORT"] = args.port
+    if host:
+        overrides["HOST"] = host
+    if port is not None:
+        overrides["PORT"] = port
     try:
         settings = Settings.load(**overrides)
     except ConfigError as exc:
@@ -48,6 +42,41 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         logger.error("%s", exc.message)
         return 2
+    return 0
+
+
+def _serve_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    command = click.option("--port", type=int, help="listen port (default: PORT, else 8420; 0 = ephemeral)")(command)
+    return click.option("--host", help="bind address (default: HOST, else 127.0.0.1)")(command)
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="openbrowse", message="%(prog)s %(version)s")
+@_serve_options
+@click.pass_context
+def cli(ctx: click.Context, host: str | None, port: int | None) -> None:
+    """Self-hosted browser-agent service. Without a command: serve."""
+    if ctx.invoked_subcommand is None:
+        ctx.exit(_serve(host, port))
+
+
+@cli.command()
+@_serve_options
+def serve(host: str | None, port: int | None) -> None:
+    """Start the API server (the default command)."""
+    click.get_current_context().exit(_serve(host, port))
+
+
+cli.add_command(run)
+cli.add_command(sessions)
+cli.add_command(browsers)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        cli.main(args=argv, prog_name="openbrowse")
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
     return 0
 
 
