@@ -129,6 +129,11 @@ class AgentRunner:
     def clipboard(self) -> Clipboard:
         return self._clipboard
 
+    @property
+    def activity(self) -> ActivityReporter:
+        """Where tools report long phases (``Reading 6 pages``, ``Running scrape.py``) and code as it is written."""
+        return self._activity
+
     async def _event(self, category: EventCategory, action: str, summary: str, **data: Any) -> None:
         await self._sink.append(self._spec.session_id, FeedEntry.event(category, action, summary, **data))
 

@@ -75,9 +75,12 @@ class ProgressLine:
     def text(self) -> Text:
         status = self.status.get("status", "connecting")
         parts = [Text(status, style="bold")]
+        step = (self.activity or {}).get("step")
         steps = self.status.get("stepCount")
-        if steps:
-            parts.append(Text(f"step {steps}"))
+        if step:
+            parts.append(Text(f"step {step}"))
+        elif steps:
+            parts.append(Text(_plural(steps, "step")))
         if self.activity:
             elapsed = time.monotonic() - self._activity_since
             parts.append(Text(f"{self.activity.get('label', '')} {elapsed:.0f}s", style="cyan"))
@@ -93,6 +96,10 @@ class ProgressLine:
             tail = str(stream).strip().splitlines()[-1:] or [""]
             return Group(line, Text(f"  {tail[0][:160]}", style="dim italic"))
         return line
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def age(created_at: str | None) -> str:
@@ -177,7 +184,8 @@ def output_text(output: Any, *, as_json: bool) -> str | None:
 def outcome_line(session: dict[str, Any]) -> Text:
     ok = session.get("isTaskSuccessful") is True
     verdict = Text("succeeded" if ok else "did not succeed", style="green" if ok else "red")
-    details = f" · {session.get('status')} · {session.get('stepCount', 0)} steps · ${session.get('totalCostUsd', '0')}"
+    steps = _plural(int(session.get("stepCount") or 0), "step")
+    details = f" · {session.get('status')} · {steps} · ${session.get('totalCostUsd', '0')}"
     summary = session.get("lastStepSummary")
     return Text.assemble("Task ", verdict, details, f"\n{summary}" if summary and not ok else "")
 

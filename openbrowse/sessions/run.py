@@ -22,7 +22,7 @@ from openbrowse.agent.replay import replay_preamble
 from openbrowse.agent.runner import AgentRunner, RunSpec, temp_dir_inside
 from openbrowse.agent.tools.clipboard import start_url_of
 from openbrowse.config import Settings
-from openbrowse.domain.activity import NO_ACTIVITY, ActivityReporter
+from openbrowse.domain.activity import NO_ACTIVITY, ActivityKind, ActivityReporter
 from openbrowse.domain.feed import EventCategory, FeedEntry, MessageType
 from openbrowse.domain.runs import NOTHING_KEPT, Salvage, TurnOutcome
 from openbrowse.domain.sessions import SessionRecord
@@ -120,6 +120,7 @@ class AgentEngine:
     async def launch(self, lease: SlotLease, task: str) -> None:
         """Start the browser on the slot while the goal pre-flight runs; connect browser-use over CDP."""
         self._files.mkdir(parents=True, exist_ok=True)
+        self._activity.begin("Starting the browser", ActivityKind.PREPARING)
         self._goal = asyncio.create_task(self._preflight(task), name=f"preflight-{self._record.id}")
         try:
             self._slot = await lease.start_browser()
@@ -160,6 +161,7 @@ class AgentEngine:
     async def run_turn(self, task: str) -> TurnOutcome:
         assert self._runner is not None
         preamble = None
+        self._activity.begin("Setting the goal", ActivityKind.PREPARING)
         if self._turns == 0:
             preamble = await self._cold_preamble(task)
             goal_task = self._goal
@@ -209,6 +211,7 @@ class AgentEngine:
         return await self._runner.salvage() if self._runner is not None else NOTHING_KEPT
 
     async def close(self) -> None:
+        self._activity.finish()
         await self._cancel_goal()
         browser, self._browser = self._browser, None
         if browser is not None:
