@@ -99,6 +99,17 @@ class ApiClient:
         result: dict[str, Any] = self.request("GET", "/sessions", params={"page": page, "page_size": page_size})
         return result
 
+    def last_message_id(self, session_id: str) -> str | None:
+        """The id of the session's newest message (the feed pages forwards only, so walk it)."""
+        last: str | None = None
+        while True:
+            params: dict[str, Any] = {"limit": 1000, **({"after": last} if last else {})}
+            page = self.request("GET", f"/sessions/{session_id}/messages", params=params)
+            if page["messages"]:
+                last = page["messages"][-1]["id"]
+            if not page["hasMore"]:
+                return last
+
     def stop(self, session_id: str, strategy: str) -> dict[str, Any]:
         result: dict[str, Any] = self.request("POST", f"/sessions/{session_id}/stop", json={"strategy": strategy})
         return result

@@ -36,7 +36,7 @@ def _load_schema(path: Path) -> dict[str, Any]:
     return schema
 
 
-def _watch(client: ApiClient, session_id: str, *, as_json: bool) -> int:
+def _watch(client: ApiClient, session_id: str, *, as_json: bool, after: str | None = None) -> int:
     """Stream the feed to stderr under a live progress line, print the output to stdout; return the exit code."""
     console = stderr_console()
     progress = ProgressLine()
@@ -52,7 +52,7 @@ def _watch(client: ApiClient, session_id: str, *, as_json: bool) -> int:
             elif name == "code" and data.get("status") == "Running":
                 live.console.print(f"  ◦ code: running {data.get('name')}", style="blue", markup=False)
 
-        session = follow(client, session_id, on_event)
+        session = follow(client, session_id, on_event, after=after)
     console.print(outcome_line(session))
     text = output_text(session.get("output"), as_json=as_json or session.get("outputSchema") is not None)
     if text is not None:
@@ -109,12 +109,14 @@ def run(
     if keep_alive:
         body["keepAlive"] = True
     with ApiClient(url, api_key) as client:
+        # a follow-up shows only its own turn: the feed is streamed from the last message before it
+        after = client.last_message_id(session_id) if session_id and follow else None
         created = client.create_session(body)
         if not follow:
             click.echo(created["id"])
             return
         stderr_console().print(f"Session {created['id']}", style="dim", markup=False)
-        code = _watch(client, created["id"], as_json=schema_file is not None)
+        code = _watch(client, created["id"], as_json=schema_file is not None, after=after)
     click.get_current_context().exit(code)
 
 

@@ -19,13 +19,14 @@ MAX_RECONNECTS = 5
 EventHandler = Callable[[str, Any], None]
 
 
-def follow(client: ApiClient, session_id: str, on_event: EventHandler) -> dict[str, Any]:
+def follow(client: ApiClient, session_id: str, on_event: EventHandler, *, after: str | None = None) -> dict[str, Any]:
     """Deliver each event (name, parsed data) to ``on_event`` until the session rests; return the final session.
 
-    Every message is delivered once: a dropped stream is resumed after the last message received, and a stream
-    that ended while the session still runs (a restart, a proxy) is resumed too.
+    The feed starts after message ``after`` (from the beginning when None). Every message is delivered once: a
+    dropped stream is resumed after the last message received, and a stream that ended while the session still
+    runs (a restart, a proxy) is resumed too.
     """
-    last_id: str | None = None
+    last_id = after
     failures = 0
     while True:
         headers = {"Last-Event-ID": last_id} if last_id else {}

@@ -1,14 +1,16 @@
 """ActivityBoard: each session's live activity and code records, and the wake-ups of its event streams.
 
 The agent reports through a per-session :class:`BoardReporter` (an ``ActivityReporter``); the feed and session
-repos call :meth:`ActivityBoard.touch` after every write. An event stream takes a :meth:`waiter` *before* it
+repos call :meth:`ActivityBoard.touch` after every write. An event stream starts :meth:`watching` *before* it
 reads, so a change that lands while it reads still wakes it: nothing is missed, nothing needs a tight poll.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime
 
@@ -24,18 +26,31 @@ class ActivityBoard:
         self._clock = clock
         self._activity: dict[str, Activity] = {}
         self._code: OrderedDict[str, CodeDraft] = OrderedDict()
-        self._wakeups: dict[str, asyncio.Event] = {}
+        self._wakeups: dict[str, set[asyncio.Event]] = {}
 
     # -- change signal -----------------------------------------------------------------------------------------
     def touch(self, session_id: str) -> None:
         """Something about this session changed: wake every stream waiting on it."""
-        event = self._wakeups.pop(session_id, None)
-        if event is not None:
+        for event in self._wakeups.pop(session_id, ()):
             event.set()
 
-    def waiter(self, session_id: str) -> asyncio.Event:
-        """An event set by the next change of this session (take it before reading)."""
-        return self._wakeups.setdefault(session_id, asyncio.Event())
+    @contextlib.contextmanager
+    def watching(self, session_id: str) -> Iterator[asyncio.Event]:
+        """An event set by the next change of this session; enter it *before* reading. Nothing is kept after."""
+        event = asyncio.Event()
+        self._wakeups.setdefault(session_id, set()).add(event)
+        try:
+            yield event
+        finally:
+            waiting = self._wakeups.get(session_id)
+            if waiting is not None:
+                waiting.discard(event)
+                if not waiting:
+                    del self._wakeups[session_id]
+
+    def watched(self) -> int:
+        """Sessions with a stream waiting on them (for tests: nothing may linger)."""
+        return len(self._wakeups)
 
     # -- records -----------------------------------------------------------------------------------------------
     def activity(self, session_id: str) -> Activity | None:

@@ -103,27 +103,27 @@ class SessionEventStream:
         sent_activity: Activity | None = None
         sent_code: CodeDraft | None = None
         while True:
-            wakeup = self._board.waiter(self._session_id)
-            record = await self._sessions.find(self._session_id)
-            if record is None:
-                return  # deleted while streaming
-            async for message in self._new_messages():
-                yield MessageEvent(message)
-            activity = self._board.activity(self._session_id)
-            if status_key(record) != sent_status:
-                sent_status = status_key(record)
-                yield StatusEvent(record, activity)
-            if activity != sent_activity:
-                sent_activity = activity
-                yield ActivityEvent(activity)
-            code = self._board.code(self._session_id)
-            if code is not None and code != sent_code:
-                sent_code = code
-                yield CodeEvent(code)
-            if record.status in RESTING_STATUSES:
-                return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wakeup.wait(), self._poll_interval)
+            with self._board.watching(self._session_id) as wakeup:
+                record = await self._sessions.find(self._session_id)
+                if record is None:
+                    return  # deleted while streaming
+                async for message in self._new_messages():
+                    yield MessageEvent(message)
+                activity = self._board.activity(self._session_id)
+                if status_key(record) != sent_status:
+                    sent_status = status_key(record)
+                    yield StatusEvent(record, activity)
+                if activity != sent_activity:
+                    sent_activity = activity
+                    yield ActivityEvent(activity)
+                code = self._board.code(self._session_id)
+                if code is not None and code != sent_code:
+                    sent_code = code
+                    yield CodeEvent(code)
+                if record.status in RESTING_STATUSES:
+                    return
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wakeup.wait(), self._poll_interval)
 
     async def _new_messages(self) -> AsyncIterator[Message]:
         while True:

@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.conftest import StartServer
 from tests.e2e.agent_support import create, token, wait_until_status
 from tests.fakes.llm_request import LLMRequest
 from tests.fakes.llm_script import done, navigate
@@ -35,9 +36,11 @@ def cli_server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> 
     assert not process.leftovers(), process.leftovers()
 
 
-def openbrowse(*args: str, url: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+def openbrowse(
+    *args: str, url: str, timeout: float = 180, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENBROWSE_")}
-    env.update({"OPENBROWSE_URL": url, "COLUMNS": "200", "NO_COLOR": "1"})
+    env.update({"OPENBROWSE_URL": url, "COLUMNS": "200", "NO_COLOR": "1", **(extra_env or {})})
     return subprocess.run(
         [sys.executable, "-m", "openbrowse", *args],
         env=env,
@@ -143,3 +146,30 @@ def test_browsers_ls(cli_server: ServerProcess) -> None:
         assert [b["id"] for b in as_json["items"]] == [browser_id]
     finally:
         httpx.patch(f"{cli_server.v3}/browsers/{browser_id}", json={"action": "stop"}, timeout=60)
+
+
+def test_api_key_from_option_or_environment(start_server: StartServer) -> None:
+    server = start_server(API_KEY="cli-key")
+    refused = openbrowse("sessions", "ls", url=server.base_url)
+    assert refused.returncode == 2 and "401: Invalid API key" in refused.stderr
+    by_option = openbrowse("sessions", "ls", "--api-key", "cli-key", url=server.base_url)
+    assert by_option.returncode == 0, by_option.stderr
+    by_env = openbrowse("browsers", "ls", url=server.base_url, extra_env={"OPENBROWSE_API_KEY": "cli-key"})
+    assert by_env.returncode == 0 and "Browsers (0 in all)" in by_env.stdout
+
+
+def test_keep_alive_follow_up_with_session_streams_only_the_new_turn(
+    cli_server: ServerProcess, fake: FakeProvider, site: FixtureSites
+) -> None:
+    marker = token("CLIKEEP")
+    fake.script(marker, [done("First answer."), done("Second answer.")], when=agent_steps)
+    started = openbrowse("run", f"{marker} First question.", "--keep-alive", "--no-follow", url=cli_server.base_url)
+    assert started.returncode == 0, started.stderr
+    sid = started.stdout.strip()
+    assert wait_until_status(cli_server, sid, {"idle", "error"})["status"] == "idle"
+    second = openbrowse("run", "Second question.", "--session", sid, url=cli_server.base_url)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == "Second answer.\n"
+    assert "Second question." in second.stderr and "First question." not in second.stderr
+    assert "Task succeeded · idle" in second.stderr
+    assert openbrowse("sessions", "stop", sid, url=cli_server.base_url).stdout == f"{sid} stopped\n"

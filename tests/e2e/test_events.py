@@ -10,6 +10,7 @@ import httpx
 import pytest
 from httpx_sse import EventSource, ServerSentEvent, connect_sse
 
+from tests.conftest import StartServer
 from tests.e2e.agent_support import create, messages, token, wait_for_message, wait_until_status
 from tests.fakes.llm_request import LLMRequest
 from tests.fakes.llm_script import Gate, done, navigate, structured
@@ -145,3 +146,16 @@ def test_stream_refuses_unknown_sessions_and_cursors(events_server: ServerProces
     other = create(events_server, task=None)
     unknown = httpx.get(events_url(events_server, shell["id"]), headers={"Last-Event-ID": other["id"]}, timeout=30)
     assert unknown.status_code == 422 and unknown.json() == {"detail": "Unknown message cursor"}
+
+
+def test_stream_needs_the_api_key_like_every_session_route(start_server: StartServer) -> None:
+    server = start_server(API_KEY="events-key")
+    sid = httpx.post(f"{server.v3}/sessions", json={}, headers={"X-Browser-Use-API-Key": "events-key"}).json()["id"]
+    refused = httpx.get(events_url(server, sid), timeout=30)
+    assert refused.status_code == 401 and refused.json() == {"detail": "Invalid API key"}
+    with (
+        httpx.Client(timeout=30, headers={"Authorization": "Bearer events-key"}) as client,
+        connect_sse(client, "GET", events_url(server, sid)) as source,
+    ):
+        first = next(events_of(source))
+    assert first.event == "status" and payload(first)["status"] == "created"

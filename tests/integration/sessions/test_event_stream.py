@@ -80,6 +80,7 @@ async def test_every_message_arrives_once_in_order_and_the_stream_ends_at_rest(p
     statuses = [e for e in events if isinstance(e, StatusEvent)]
     assert statuses[0].record.status is SessionStatus.RUNNING
     assert statuses[-1].record.status is SessionStatus.STOPPED and events[-1] is statuses[-1]
+    assert parts.board.watched() == 0
 
 
 async def test_resume_after_a_message_sends_only_what_follows(parts: Parts) -> None:
@@ -89,6 +90,20 @@ async def test_resume_after_a_message_sends_only_what_follows(parts: Parts) -> N
     events = await collect(stream)
     assert [e.message.summary for e in events if isinstance(e, MessageEvent)] == ["m2", "m3", "m4"]
     assert isinstance(events[-1], StatusEvent) and events[-1].record.status is SessionStatus.IDLE
+
+
+async def test_a_stream_that_goes_away_leaves_nothing_behind(parts: Parts) -> None:
+    sid = await parts.session()
+    events = aiter(parts.stream(sid))
+    assert isinstance(await anext(events), StatusEvent)
+    assert parts.board.watched() == 1
+    waiting = asyncio.ensure_future(anext(events))
+    await asyncio.sleep(0)
+    waiting.cancel()  # the client disconnected while the stream waited for a change
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    await events.aclose()  # type: ignore[attr-defined]
+    assert parts.board.watched() == 0
 
 
 async def test_open_refuses_unknown_sessions_and_cursors(parts: Parts) -> None:
@@ -139,5 +154,6 @@ async def test_activity_and_code_are_pushed_when_they_change(parts: Parts) -> No
         assert isinstance(event, StatusEvent) and event.record.step_count == 1
         await parts.sessions.delete(sid)
         await asyncio.wait_for(consumer, timeout=30)  # a deleted session ends its streams
+        assert parts.board.watched() == 0
     finally:
         consumer.cancel()
