@@ -12,6 +12,9 @@ from openbrowse.api.deps import ActivityBoardDep, ApiKey, ManagerDep, SettingsDe
 from openbrowse.api.event_schemas import server_sent
 from openbrowse.sessions.events import SessionEventStream
 
+SEND_TIMEOUT = 60.0
+"""A client that has not taken an event for this long is gone (a stalled connection): the stream is dropped."""
+
 router = APIRouter(prefix="/sessions", tags=["sessions"], dependencies=[ApiKey])
 
 
@@ -33,4 +36,4 @@ async def session_events(
     set headers): both name the last message received; an id that is not one of this session's messages is a 422.
     """
     stream = await SessionEventStream.open(manager.sessions, manager.feed, board, session_id, last_event_id or after)
-    return EventSourceResponse(_frames(stream), ping=settings.EVENTS_PING_INTERVAL)
+    return EventSourceResponse(_frames(stream), ping=settings.EVENTS_PING_INTERVAL, send_timeout=SEND_TIMEOUT)
