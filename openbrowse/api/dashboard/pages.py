@@ -60,6 +60,10 @@ def age(created_at: str, now: datetime | None = None) -> str:
     return f"{seconds} s ago"
 
 
+def steps(count: int) -> str:
+    return f"{count} step" if count == 1 else f"{count} steps"
+
+
 def status_badge(status: str) -> str:
     return f'<span class="badge status-{_e(status)}">{_e(status)}</span>'
 
@@ -105,9 +109,11 @@ def session_page(session: SessionView) -> str:
         '<section class="session-head">'
         f'<h1 id="title">{_e(title)}</h1>'
         f'<p class="meta"><span id="status">{status_badge(session.status)}</span> '
-        f'<span id="model">{_e(session.model)}</span> · <span id="steps">{session.step_count}</span> steps · '
+        f'<span id="model">{_e(session.model)}</span> · <span id="steps">{steps(session.step_count)}</span> · '
         f'<span id="cost">${_e(session.total_cost_usd)}</span>'
-        '<span id="budget"></span> · <code class="session-id">' + _e(session.id) + "</code></p>"
+        '<span id="budget"></span> <span id="outcome"></span> · <code class="session-id">'
+        + _e(session.id)
+        + "</code></p>"
         '<p id="activity" class="activity" hidden></p>'
         '<div class="actions">'
         '<button type="button" id="stop-task">Stop task</button>'

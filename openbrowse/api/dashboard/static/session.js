@@ -31,7 +31,9 @@ function showSession(next) {
   if (session.title) $("title").textContent = session.title;
   $("status").replaceChildren(statusBadge(session.status));
   $("model").textContent = session.model;
-  $("steps").textContent = String(session.stepCount ?? 0);
+  const count = session.stepCount ?? 0;
+  $("steps").textContent = `${count} step${count === 1 ? "" : "s"}`;
+  showOutcome();
   $("cost").textContent = `$${session.totalCostUsd ?? "0"}`;
   $("budget").textContent = session.maxCostUsd ? ` of $${session.maxCostUsd}` : "";
   const busy = session.status === "running" || session.status === "created";
@@ -48,6 +50,18 @@ function showSession(next) {
     outputShown = outputKey;
     renderOutput($("output"), session.output, sessionId);
   }
+}
+
+function showOutcome() {
+  const outcome = $("outcome");
+  if (session.isTaskSuccessful === null || session.isTaskSuccessful === undefined) {
+    outcome.replaceChildren();
+    return;
+  }
+  const text = session.isTaskSuccessful ? "succeeded" : `failed${session.failureKind ? `: ${session.failureKind}` : ""}`;
+  const badge = el("span", { class: `badge ${session.isTaskSuccessful ? "passed" : "failed"}`, text });
+  if (session.lastStepSummary) badge.title = session.lastStepSummary;
+  outcome.replaceChildren(badge);
 }
 
 function showLive(liveUrl) {
@@ -139,7 +153,11 @@ function openStream() {
   source.addEventListener("message", (event) => addMessage(parse(event)));
   source.addEventListener("status", (event) => {
     const status = parse(event);
-    if (status) showSession(status);
+    if (!status) return;
+    const changed = session && status.status !== session.status;
+    showSession(status);
+    // the event carries no output, title or budget: read the whole session when the status moves
+    if (changed) api(base).then(showSession, (error) => console.warn(error));
   });
   source.addEventListener("activity", (event) => showActivity(parse(event)));
   source.addEventListener("code", (event) => showCode(parse(event)));
