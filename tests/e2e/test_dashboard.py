@@ -158,7 +158,7 @@ async def test_a_run_from_the_form_shows_cards_live_view_and_output(
     await page.goto(f"{server.base_url}/run")
     options = await page.locator("#model option").all_inner_texts()
     assert "gpt-5.6-terra" in options and "claude-sonnet-5" in options
-    await page.fill("#task", f"{marker} List the products on {site.url}/ {XSS}")
+    await page.fill("#task", f"{marker} List the products on {site.url}/")
     await page.select_option("#model", "gpt-5.6-terra")
     await page.select_option("#effort", "low")
     await page.fill("#budget", "2")
@@ -184,7 +184,6 @@ async def test_a_run_from_the_form_shows_cards_live_view_and_output(
     step = page.locator("#feed li[data-type=browser_action]").first
     await step.wait_for(timeout=90_000)
     assert XSS in (await step.inner_text())  # the page's markup is shown as text
-    assert XSS in (await page.locator("#feed li[data-type=user_message]").inner_text())
     assert await page.locator("#feed img").count() == 0
     assert await page.evaluate("window.__xss") is None
     assert await page.locator("#feed li.kind-goal").count() == 1
