@@ -20,6 +20,7 @@ import pytest
 from PIL import Image, ImageChops
 from playwright.async_api import Browser, Page, async_playwright
 
+from tests.conftest import StartServer
 from tests.e2e.agent_support import token
 from tests.e2e.browser_support import ARTIFACTS, create_browser, forwarded_for, needs_display
 from tests.fakes.llm_request import LLMRequest
@@ -245,11 +246,12 @@ async def test_stop_and_follow_up_at_phone_width(
     await page.locator("#feed li[data-type=browser_action]").wait_for(timeout=60_000)
     await no_horizontal_overflow(page)
     await shoot(page, "session-phone")
-    await page.click("#stop-session")
-    await wait_status(page, "stopped", timeout=60)
+    await page.click("#stop-task")  # stops the task: the session goes idle and takes a follow-up
+    await wait_status(page, "idle", timeout=60)
     await page.locator("#feed li[data-type=completion]", has_text="Stopped by request").wait_for()
     assert await page.is_hidden("#live") and await page.is_visible("#live-empty")
-    assert http.get(f"/v3/sessions/{running['id']}").json()["status"] == "stopped"
+    assert await page.is_visible("#follow-up") and await page.is_disabled("#stop-task")
+    assert http.get(f"/v3/sessions/{running['id']}").json()["status"] == "idle"
     gate.open()
 
     # a keep-alive session takes a follow-up from its page
@@ -335,3 +337,12 @@ def test_unknown_session_page_is_a_404_page(server: ServerProcess) -> None:
     answer = httpx.get(f"{server.base_url}/sessions/{XSS}", headers=BASIC)
     assert answer.status_code == 404 and "text/html" in answer.headers["content-type"]
     assert XSS not in answer.text and "&lt;img src=x onerror=&quot;window.__xss=1&quot;&gt;" in answer.text
+
+
+def test_open_on_loopback_without_a_key(start_server: StartServer) -> None:
+    server = start_server()
+    page = httpx.get(server.base_url + "/")
+    assert page.status_code == 200 and "<h1>Sessions</h1>" in page.text
+    form = httpx.get(server.base_url + "/run")
+    assert form.status_code == 200 and '<option value="claude-sonnet-5">' in form.text
+    assert httpx.get(server.base_url + "/ui/static/dashboard.css").headers["content-type"].startswith("text/css")
