@@ -12,13 +12,14 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from openbrowse import __version__
 from openbrowse.api.auth import Authenticator, view_token
+from openbrowse.api.dashboard import install_dashboard
 from openbrowse.api.errors import install_error_handlers
 from openbrowse.api.routes import browsers, events, health, live, sessions
 from openbrowse.bootstrap import empty_temp_dir
 from openbrowse.config import Settings
 from openbrowse.domain.sessions import SessionRecord
 from openbrowse.errors import ConfigError, InvalidRequest
-from openbrowse.llm.catalog import resolve_model
+from openbrowse.llm.catalog import EFFORTS, MODELS, resolve_model
 from openbrowse.llm.keys import missing_provider_key
 from openbrowse.sessions.activity import ActivityBoard
 from openbrowse.sessions.browsers import BrowserService
@@ -114,4 +115,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(v3)
     app.include_router(live.router)
+    install_dashboard(app, models=sorted(MODELS), efforts=EFFORTS)
     return app

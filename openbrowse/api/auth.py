@@ -9,6 +9,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from starlette.requests import HTTPConnection
 
@@ -135,9 +136,27 @@ class Authenticator:
             return False
         return constant_time_equal(token, view_token(self._settings.API_KEY or "", resource_id))
 
+    def _same_site_basic_ok(self, conn: HTTPConnection) -> bool:
+        """Basic credentials sent by this server's own pages (the dashboard), never by a cross-site request.
+
+        Browsers attach cached Basic credentials to any request, so a request another site triggers (a form
+        post, a fetch) must not be able to use them: it says so in ``Sec-Fetch-Site`` or ``Origin``.
+        """
+        site = conn.headers.get("sec-fetch-site")
+        if site is not None and site not in {"same-origin", "none"}:
+            return False
+        origin = conn.headers.get("origin")
+        if origin is not None and urlsplit(origin).netloc != conn.headers.get("host", ""):
+            return False
+        return self._basic_ok(conn)
+
     def require_api_key(self, conn: HTTPConnection) -> None:
-        """For ``/v3/*`` and ``/health/details``."""
-        self.require(conn, lambda: self._key_ok(conn))
+        """For ``/v3/*`` and ``/health/details``: the API key, or the dashboard's Basic credentials same-site."""
+        self.require(conn, lambda: self._key_ok(conn) or self._same_site_basic_ok(conn))
+
+    def require_dashboard(self, conn: HTTPConnection) -> None:
+        """For the dashboard's pages: the API key or the dashboard's Basic credentials (spec §19.4)."""
+        self.require(conn, lambda: self._key_ok(conn) or self._basic_ok(conn))
 
     def require_viewer(self, conn: HTTPConnection, resource_id: str | None) -> None:
         """For live-view routes: the API key, HTTP Basic, or the resource's view token."""

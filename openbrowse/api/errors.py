@@ -77,10 +77,10 @@ def install_error_handlers(app: FastAPI) -> None:
         assert isinstance(exc, RequestValidationError)
         return JSONResponse({"detail": _validation_error_body(exc.errors())}, status_code=422)
 
-    async def on_auth_failed(request: Request, exc: Exception) -> JSONResponse:
-        headers = (
-            {"WWW-Authenticate": 'Basic realm="OpenBrowse live view"'} if request.url.path.startswith("/vnc/") else None
-        )
+    async def on_auth_failed(_: Request, exc: Exception) -> JSONResponse:
+        # One realm everywhere: a browser that signed in to the dashboard answers the challenges of the API
+        # calls its pages make and of the live view with the same cached credentials, without asking again.
+        headers = {"WWW-Authenticate": 'Basic realm="OpenBrowse"'}
         return JSONResponse({"detail": str(exc)}, status_code=401, headers=headers)
 
     async def on_throttled(_: Request, exc: Exception) -> JSONResponse:
