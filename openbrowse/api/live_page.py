@@ -37,19 +37,21 @@ function show(state, text) {
   overlay.textContent = text;
   overlay.hidden = !text;
 }
-let RFB;
+let RFB = null;
 try {
   ({ default: RFB } = await import(config.clientUrl));
-} catch (error) {
+} catch {
+  // The browser went away while the page loaded (its assets are served by the session's own websockify).
   show("ended", "Stream ended: the viewer could not be loaded.");
-  throw error;
 }
+if (RFB) connect(RFB);
+function connect(RFB) {
 const params = new URLSearchParams(location.search);
 const path = (params.get("path") || config.defaultPath).replace(/^[\\/\\\\]+/, "");
 const url = new URL("/" + path, location.href);
 if (url.host !== location.host) {
   show("ended", "Stream ended: the stream path must stay on this server.");
-  throw new Error("refusing to stream from another host");
+  return;
 }
 url.protocol = location.protocol === "https:" ? "wss:" : "ws:";
 if (config.token && !url.searchParams.has("token")) url.searchParams.set("token", config.token);
@@ -63,6 +65,7 @@ rfb.addEventListener("connect", () => show("connected", ""));
 rfb.addEventListener("disconnect", () => show("ended", "Stream ended"));
 rfb.addEventListener("securityfailure", () => show("ended", "Stream ended: the VNC server refused the viewer."));
 rfb.addEventListener("credentialsrequired", () => show("ended", "Stream ended: the VNC server asked for a password."));
+}
 """
 
 

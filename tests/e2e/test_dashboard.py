@@ -189,7 +189,7 @@ async def test_a_run_from_the_form_shows_cards_live_view_and_output(
     assert await page.evaluate("window.__xss") is None
     assert await page.locator("#feed li.kind-goal").count() == 1
     assert gate.wait_entered(90)
-    assert await page.get_attribute("body", "data-feed-mode") == "poll"  # this server has no event stream
+    assert await page.get_attribute("body", "data-feed-mode") == "sse"  # the page follows the event stream
     await wait_live_view_painted(page)
     await no_horizontal_overflow(page)
     await shoot(page, "session")
