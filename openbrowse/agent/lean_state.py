@@ -66,6 +66,9 @@ class LeanState:
     def armed(self) -> bool:
         return self._armed_url is not None
 
+    def disarm(self) -> None:
+        self._armed_url = None
+
     def after_step(self, executed: Iterable[str], url_at_start: str | None) -> None:
         """Arm when every executed action of the finished step was store/file/sandbox work."""
         names = list(executed)

@@ -176,7 +176,7 @@ def is_repairable(exc: BaseException) -> bool:
     """An answer came back but could not be used (not a transport/status fault, not a truncation)."""
     if isinstance(exc, ModelOutputTruncatedError):
         return False
-    return classify(exc).kind is FailureKind.INVALID_OUTPUT and "truncat" not in str(exc).lower()
+    return classify(exc).kind is FailureKind.INVALID_OUTPUT
 
 
 def cards_blank(reply: BaseModel) -> bool:

@@ -140,6 +140,7 @@ class AgentRunner:
         text = self._task_text(task, goal, preamble)
         self._spend = TurnSpend(carried=self._callbacks.total_cost())
         self._turn_errors = []
+        self._lean.disarm()  # a new turn starts from the full state
         agent = self._agent
         if agent is None:
             agent = self._agent = self._build_agent(text)
