@@ -94,7 +94,7 @@ def _container_type(annotation: Any) -> type | None:
 def _loads(text: str) -> Any:
     body = strip_code_fences(text)
     try:
-        return json.loads(body)
+        return json.loads(body, strict=False)
     except ValueError:
         return None
 

@@ -62,6 +62,13 @@ def test_action_leaked_into_a_text_field_is_recovered(field: str) -> None:
     assert actions_of(data) == NAV
 
 
+def test_empty_action_with_a_leak_and_raw_newlines_in_a_json_string() -> None:
+    leaked = {**STEP, "action": [], "memory": f'Going. {{"action": {json.dumps(NAV)}}}'}
+    assert actions_of(leaked) == NAV
+    raw_newline = '[{"done": {"text": "line one\nline two", "success": true}}]'
+    assert actions_of({**STEP, "action": raw_newline})[0]["done"]["text"] == "line one\nline two"
+
+
 def test_leak_as_fragment_markup_and_bare_list() -> None:
     base = {key: value for key, value in STEP.items() if key != "action"}
     fragment = {**base, "thinking": f'Plan. "action": {json.dumps(NAV)}'}
