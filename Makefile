@@ -26,6 +26,7 @@ check: deps
 bench: deps
 	$(BIN)/python bench/slot_start.py
 	$(BIN)/python bench/step_overhead.py
+	$(BIN)/python bench/lean_state.py
 
 deps: system-deps venv
 

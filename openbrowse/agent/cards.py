@@ -1,14 +1,17 @@
 """The three reply cards (spec §10.4): ``what_i_see``, ``plan_to_goal``, ``next_move``.
 
 They are required in the JSON schema the model sees and optional when validating, so a model that omits one
-never fails a step. The emitted property order puts ``action`` early so it is generated first.
+never fails a step. The emitted property order puts ``action`` early so it is generated first. Unambiguous shape
+slips are coerced before validation (``reply_shapes``).
 """
 
 from __future__ import annotations
 
 from typing import Any, cast
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, create_model, model_validator
+
+from openbrowse.agent.reply_shapes import coerce_and_record
 
 CARD_FIELDS = ("what_i_see", "plan_to_goal", "next_move")
 CARD_LIMIT = 1500
@@ -41,6 +44,11 @@ def with_cards(output_format: type[BaseModel]) -> type[BaseModel]:
         @classmethod
         def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
             return _reorder(super().model_json_schema(*args, **kwargs))
+
+        @model_validator(mode="before")
+        @classmethod
+        def _coerce_shapes(cls, data: Any) -> Any:
+            return coerce_and_record(data, cls)
 
     fields: dict[str, Any] = {
         name: (str | None, Field(default=None, description=_DESCRIPTIONS[name])) for name in CARD_FIELDS

@@ -1,7 +1,8 @@
 """The model as the agent sees it: cards in the schema, the goal reminder, and a record of every call.
 
 ``AgentChatModel`` wraps the session's chat model. For agent steps (``output_format`` named ``AgentOutput``) it
-swaps in the card-carrying subclass, appends the periodic ``GOAL:`` reminder, and tells its observer what came
+swaps in the card-carrying subclass, appends the periodic ``GOAL:`` reminder, repairs unusable replies
+(``repair``: at most two corrective retries per step), and tells its observer what came
 back (reasoning text, duration) or what failed, so the turn can surface persistent provider faults quickly.
 Every other call (compaction, extraction, judge) passes through untouched.
 """
@@ -18,6 +19,7 @@ from browser_use.llm.views import ChatInvokeCompletion
 from pydantic import BaseModel
 
 from openbrowse.agent.cards import with_cards
+from openbrowse.agent.repair import invoke_with_repair
 from openbrowse.domain.activity import NO_ACTIVITY, ActivityKind, ActivityReporter
 
 T = TypeVar("T", bound=BaseModel)
@@ -96,7 +98,7 @@ class AgentChatModel(BaseChatModel):
         started = time.monotonic()
         self._activity.begin("Reasoning", ActivityKind.REASONING, step=self.log.step)
         try:
-            result = await self._inner.ainvoke(messages, with_cards(output_format), **kwargs)
+            result = await invoke_with_repair(self._inner, messages, with_cards(output_format), **kwargs)
         except Exception as exc:
             self.log.consecutive_errors += 1
             self.log.last_error = exc

@@ -21,6 +21,7 @@ from browser_use.llm.base import BaseChatModel
 
 from openbrowse.agent.budget import TurnSpend, over_budget
 from openbrowse.agent.chat import AgentCallLog, AgentChatModel
+from openbrowse.agent.lean_state import LeanState
 from openbrowse.agent.outcome import (
     clip_output,
     completed,
@@ -46,7 +47,8 @@ logger = logging.getLogger(__name__)
 
 STEPS_PER_TURN = 500
 PERSISTENT_PROVIDER_FAILURES = 2
-UNUSABLE_REPLIES = 3
+UNUSABLE_REPLIES = 1
+"""Steps abandoned with unusable replies before the turn ends; each step already made up to three calls."""
 NON_RETRYABLE_STATUSES = frozenset({400, 401, 403, 404, 422})
 CONTINUATION_NOTE = (
     "FOLLOW-UP: the browser is exactly as you left it. Look at where you already are before navigating, and "
@@ -124,6 +126,7 @@ class AgentRunner:
         self._spend = TurnSpend(carried=Decimal(0))
         self._turn_start = 0
         self._turn_errors: list[str | None] = []
+        self._lean = LeanState()
 
     @property
     def clipboard(self) -> Clipboard:
@@ -146,6 +149,7 @@ class AgentRunner:
         text = self._task_text(task, goal, preamble)
         self._spend = TurnSpend(carried=self._callbacks.total_cost())
         self._turn_errors = []
+        self._lean.disarm()  # a new turn starts from the full state
         agent = self._agent
         if agent is None:
             agent = self._agent = self._build_agent(text)
@@ -205,6 +209,7 @@ class AgentRunner:
     async def _on_step_start(self, agent: Agent[Any, Any]) -> None:
         self._log.step = agent.state.n_steps
         self._activity.begin("Preparing next step", ActivityKind.PREPARING, step=agent.state.n_steps)
+        await self._lean.before_step(self._browser)
         if self._log.reminder_due():
             completed_steps = agent.state.n_steps - 1
             await self._event(
@@ -212,6 +217,7 @@ class AgentRunner:
             )
 
     async def _on_step_end(self, agent: Agent[Any, Any]) -> None:
+        self._lean.discard(self._browser)
         summary = await self._record_step(agent)
         await self._callbacks.step_finished(summary)
         total = self._callbacks.total_cost()
@@ -250,6 +256,8 @@ class AgentRunner:
             )
             self._turn_errors.append(next((r.error for r in item.result if r.error), None))
             await self._remember_events(item.model_output, len(item.result))
+        executed = (entry.data or {}).get("actions", []) if entry.type is not MessageType.BROWSER_ACTION_ERROR else []
+        self._lean.after_step(executed, item.state.url if item is not None else None)
         await self._sink.append(self._spec.session_id, entry)
         return entry.summary
 

@@ -10,7 +10,7 @@ carry the whole answer; these pure functions rewrite the ``Message`` content so 
 * **action leak** — the ``action`` list is missing (or is a JSON string) and was written into the ``thinking``
   string instead, as ``<parameter name="action">[…]</parameter>`` markup, as a whole serialised call, or as
   a trailing ``"action": […]`` fragment: the list is moved back into ``action`` and the leaked text removed
-  from ``thinking``;
+  from ``thinking``; failing that, the same is looked for in the extended-thinking block;
 * **tool call rendered as text** — no ``tool_use`` block at all, but the text holds the call as JSON (maybe
   fenced, maybe wrapped as ``{"name": …, "input": {…}}``) or as parameter markup: a ``tool_use`` block is
   synthesised from it.
@@ -160,15 +160,39 @@ def tool_call_from_text(content: list[Any], tool_name: str) -> list[Any]:
     return [*content, block]
 
 
+def _thinking_text(content: list[Any]) -> str:
+    return "\n".join(
+        getattr(block, "thinking", "") or "" for block in content if getattr(block, "type", None) == "thinking"
+    )
+
+
+def recover_from_thinking_block(data: dict[str, Any], thinking: str) -> dict[str, Any]:
+    """Put back an ``action`` list that was written into the extended-thinking block instead of the call."""
+    if _action_list(data.get("action")) is not None or not thinking.strip():
+        return data
+    leak = _leak_from_thinking(thinking)
+    if leak is None:
+        return data
+    recovered, _ = leak
+    repaired = dict(data)
+    repaired["action"] = _action_list(recovered.get("action"))
+    for key, value in recovered.items():
+        if key not in ("action", "thinking") and repaired.get(key) in _EMPTY:
+            repaired[key] = value
+    return repaired
+
+
 def repair_content(content: list[Any], tool_name: str, *, expects_action: bool) -> list[Any]:
-    """All repairs, in order: text → tool call, merge split calls, recover a leaked action list."""
+    """All repairs, in order: text → tool call, merge split calls, recover a leaked action list (from the
+    ``thinking`` field, then from the thinking block)."""
     repaired = merge_tool_calls(tool_call_from_text(content, tool_name))
     if not expects_action:
         return repaired
+    thinking = _thinking_text(repaired)
     result: list[Any] = []
     for block in repaired:
         if _is_tool_use(block) and isinstance(block.input, dict):
-            fixed = recover_leaked_action(block.input)
+            fixed = recover_from_thinking_block(recover_leaked_action(block.input), thinking)
             if fixed is not block.input:
                 block = block.model_copy(update={"input": fixed})
         result.append(block)

@@ -7,7 +7,9 @@ or tools (spec §10.6): the output schema rides in the system prompt and the rep
 2. take the first *balanced* JSON object in the text that parses (strings and escapes respected), falling
    back to the whole text;
 3. validate with the ``output_format`` model; if that fails, decode top-level fields the model
-   double-serialised as JSON strings and validate again.
+   double-serialised as JSON strings and validate again;
+4. if the reply was split over several JSON objects (the narrative in one, the ``action`` list in the next),
+   merge them (first non-empty value wins, ``action`` lists are concatenated) and validate that.
 
 A reply that still does not validate raises :class:`UnusableOutputError` (a browser-use
 ``ModelProviderError``, so the agent's own error handling applies) chained to the validation error.
@@ -131,6 +133,31 @@ def decode_serialized_fields(values: dict[str, Any]) -> dict[str, Any]:
     return repaired
 
 
+_EMPTY: tuple[object, ...] = (None, "", [], {})
+
+
+def merged_objects(text: str) -> dict[str, Any] | None:
+    """All top-level JSON objects of a split reply merged into one, or ``None`` if there are fewer than two."""
+    objects: list[dict[str, Any]] = []
+    for span in balanced_spans(strip_code_fences(text)):
+        try:
+            value = json.loads(span)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            objects.append(value)
+    if len(objects) < 2:
+        return None
+    merged: dict[str, Any] = {}
+    for value in objects:
+        for key, item in value.items():
+            if key == "action" and isinstance(item, list) and isinstance(merged.get("action"), list):
+                merged["action"] = [*merged["action"], *item]
+            elif merged.get(key) in _EMPTY:
+                merged[key] = item
+    return merged
+
+
 def parse_structured(text: str, output_format: type[T], *, model: str | None = None) -> T:
     """Tolerantly parse ``text`` into ``output_format``; :class:`UnusableOutputError` if impossible."""
     if not text.strip():
@@ -142,8 +169,10 @@ def parse_structured(text: str, output_format: type[T], *, model: str | None = N
     try:
         return output_format.model_validate(value)
     except ValidationError as first_error:
-        repaired = decode_serialized_fields(value)
-        if repaired != value:
+        merged = merged_objects(text)
+        for repaired in (decode_serialized_fields(value), merged):
+            if repaired is None or repaired == value:
+                continue
             try:
                 return output_format.model_validate(repaired)
             except ValidationError:

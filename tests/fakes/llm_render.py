@@ -45,9 +45,12 @@ class Outcome:
     tool: str | None = None
     truncated: bool = False
     ids: dict[str, str] = field(default_factory=dict)
+    parts: tuple[dict[str, Any], ...] = ()
 
     @property
     def text(self) -> str:
+        if self.parts:
+            return "\n".join(json.dumps(part, ensure_ascii=False) for part in self.parts)
         return self.content if isinstance(self.content, str) else json.dumps(self.content, ensure_ascii=False)
 
 
@@ -84,7 +87,11 @@ def outcome_for(request: LLMRequest, reply: Reply) -> Outcome:
     tool = reply.tool or (request.schema_name if request.schema_name in request.tool_names else None)
     usage = estimate_usage(request, reply, reply.content)
     return Outcome(
-        content=reply.content, usage=usage, thinking=reply.thinking, tool=tool if reply.kind == "structured" else None
+        content=reply.content,
+        usage=usage,
+        thinking=reply.thinking,
+        tool=tool if reply.kind == "structured" else None,
+        parts=reply.parts,
     )
 
 
@@ -122,7 +129,11 @@ def _anthropic_blocks(out: Outcome) -> tuple[list[dict[str, Any]], str]:
     if out.thinking is not None:
         signature = base64.b64encode(os.urandom(48)).decode()
         blocks.append({"type": "thinking", "thinking": out.thinking, "signature": signature})
-    if out.tool is not None and isinstance(out.content, dict):
+    if out.tool is not None and out.parts and not out.truncated:
+        for part in out.parts:
+            blocks.append({"type": "tool_use", "id": new_id("toolu_"), "name": out.tool, "input": part})
+        stop = "tool_use"
+    elif out.tool is not None and isinstance(out.content, dict):
         tool_input = _cut_dict(out.content) if out.truncated else out.content
         blocks.append({"type": "tool_use", "id": new_id("toolu_"), "name": out.tool, "input": tool_input})
         stop = "max_tokens" if out.truncated else "tool_use"
@@ -160,7 +171,7 @@ def anthropic_events(request: LLMRequest, out: Outcome) -> list[tuple[str | None
             deltas.append({"type": "signature_delta", "signature": block["signature"]})
         elif block["type"] == "tool_use":
             head = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
-            raw = json.dumps(out.content, ensure_ascii=False)
+            raw = json.dumps(block["input"] if out.parts else out.content, ensure_ascii=False)
             deltas = [{"type": "input_json_delta", "partial_json": ""}]
             deltas += [
                 {"type": "input_json_delta", "partial_json": p} for p in _pieces(_cut(raw) if out.truncated else raw)

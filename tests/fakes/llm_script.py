@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Mapping
@@ -105,6 +106,9 @@ class Reply:
     chunk_delay: float = 0.0
     gate: Gate | None = None
     times: int = 1
+    parts: tuple[dict[str, Any], ...] = ()
+    """A structured reply split over several parts: Anthropic gets one ``tool_use`` block per part (parallel
+    tool calls), OpenAI one JSON object per part in the text. ``content`` is then only used for usage."""
 
     @property
     def kind(self) -> Literal["structured", "text"]:
@@ -200,6 +204,7 @@ def structured(content: Mapping[str, Any], **options: Any) -> Reply:
 def reply(
     content: dict[str, Any] | str,
     *,
+    parts: tuple[dict[str, Any], ...] = (),
     usage: UsageLike | None = None,
     delay: float = 0.0,
     thinking: str | None = None,
@@ -217,6 +222,7 @@ def reply(
         chunk_delay=chunk_delay,
         gate=gate,
         times=times,
+        parts=parts,
     )
 
 
@@ -309,6 +315,70 @@ def type_into(needle: str, value: str, **step_options: Any) -> Callable[[LLMRequ
 def navigate(url: str, **step_options: Any) -> dict[str, Any]:
     step_options.setdefault("next", f"Open {url}.")
     return agent_step({"navigate": {"url": url, "new_tab": False}}, **step_options)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Malformed agent replies: the shapes real models get wrong (take an ``agent_step`` dict, return a reply-like)
+
+
+def _without_action(step: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in step.items() if key != "action"}
+
+
+def action_as_json_string(step: Mapping[str, Any]) -> dict[str, Any]:
+    """``"action": "[{\"navigate\": {...}}]"`` — the list serialised into a string."""
+    return {**step, "action": json.dumps(step["action"])}
+
+
+def single_action_object(step: Mapping[str, Any]) -> dict[str, Any]:
+    """``"action": {"navigate": {...}}`` — the first action object instead of a list."""
+    return {**step, "action": step["action"][0]}
+
+
+def action_leaked(step: Mapping[str, Any], into: str = "memory") -> dict[str, Any]:
+    """No ``action``; the list is written into the text of another field as ``"action": [...]``."""
+    leaked = f'{step.get(into) or "Next I act."} {{"action": {json.dumps(step["action"])}}}'
+    return {**_without_action(step), into: leaked}
+
+
+def action_as_top_level_keys(step: Mapping[str, Any]) -> dict[str, Any]:
+    """No ``action``; each action object's key sits at the top level of the reply."""
+    result = _without_action(step)
+    for item in step["action"]:
+        result.update(item)
+    return result
+
+
+def missing_action(step: Mapping[str, Any]) -> dict[str, Any]:
+    """The narrative without any ``action``."""
+    return _without_action(step)
+
+
+def blank_cards(step: Mapping[str, Any]) -> dict[str, Any]:
+    """Every narrative field empty, the actions intact."""
+    narrative = ("what_i_see", "plan_to_goal", "next_move", "evaluation_previous_goal", "memory", "next_goal")
+    return {**step, **dict.fromkeys((key for key in narrative if key in step), "")}
+
+
+def list_argument_as_string(step: Mapping[str, Any]) -> dict[str, Any]:
+    """Every list-valued action argument sent as a JSON string (``"files_to_display": "[]"``)."""
+    actions = [
+        {name: {k: json.dumps(v) if isinstance(v, list) else v for k, v in (params or {}).items()}}
+        for item in step["action"]
+        for name, params in item.items()
+    ]
+    return {**step, "action": actions}
+
+
+def split_tool_calls(step: Mapping[str, Any]) -> Reply:
+    """The reply split in two: the narrative, then the actions (Anthropic: two parallel ``tool_use`` blocks)."""
+    narrative = _without_action(step)
+    return Reply(content=dict(step), parts=(narrative, {"action": list(step["action"])}))
+
+
+def action_in_thinking_block(step: Mapping[str, Any]) -> Reply:
+    """No ``action``; the list written into the extended-thinking block (Anthropic) / reasoning summary."""
+    return Reply(content=_without_action(step), thinking=f'I will act now. "action": {json.dumps(step["action"])}')
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -109,3 +109,18 @@ def test_models_without_action_are_not_given_one() -> None:
     data = {"verdict": True, "reasoning": '"action": [{"click": {"index": 1}}]'}
     content = [tool(data, name="JudgementResult")]
     assert repair_content(content, "JudgementResult", expects_action=False)[0].input == data
+
+
+def test_action_written_into_the_thinking_block_is_recovered() -> None:
+    thinking = ThinkingBlock(thinking=f'I should click. "action": {json.dumps(CLICK)}', signature="s", type="thinking")
+    content = [thinking, tool({"memory": "m", "next_goal": "click"})]
+    repaired = repair_content(content, "AgentOutput", expects_action=True)
+    block = repaired[1]
+    assert isinstance(block, ToolUseBlock)
+    assert block.input == {"memory": "m", "next_goal": "click", "action": CLICK}
+
+
+def test_a_usable_action_ignores_the_thinking_block() -> None:
+    thinking = ThinkingBlock(thinking=f'"action": {json.dumps(CLICK)}', signature="s", type="thinking")
+    content = [thinking, tool({"action": [{"scroll": {"down": True}}]})]
+    assert repair_content(content, "AgentOutput", expects_action=True) == content

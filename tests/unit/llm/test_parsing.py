@@ -21,6 +21,7 @@ from openbrowse.llm.parsing import (
     UnusableOutputError,
     extract_json_object,
     first_balanced,
+    merged_objects,
     parse_structured,
     strip_code_fences,
 )
@@ -127,3 +128,16 @@ def test_to_chat_messages() -> None:
     assert messages[3] == {"role": "system", "content": "GOAL: finish."}
     no_system = to_chat_messages([UserMessage(content="hi")], "\n\nSCHEMA")
     assert no_system == [{"role": "system", "content": "SCHEMA"}, {"role": "user", "content": "hi"}]
+
+
+def test_a_reply_split_over_two_objects_is_merged() -> None:
+    from pydantic import BaseModel
+
+    class Reply(BaseModel):
+        memory: str
+        action: list[dict[str, object]]
+
+    text = '{"memory": "m"}\n{"action": [{"click": {"index": 1}}], "memory": "ignored"}'
+    parsed = parse_structured(text, Reply)
+    assert parsed.memory == "m" and parsed.action == [{"click": {"index": 1}}]
+    assert merged_objects('{"a": 1}') is None
