@@ -21,6 +21,8 @@ async def read_json(request: Request) -> Any:
         return None
     try:
         return json.loads(raw)
+    except RecursionError as exc:
+        raise MalformedRequest("The request body is nested too deeply.") from exc
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "it is not UTF-8"
         raise MalformedRequest(f"The request body is not valid JSON ({reason}).") from exc

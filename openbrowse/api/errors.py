@@ -64,6 +64,13 @@ def _validation_error_body(errors: Any) -> list[dict[str, Any]]:
     return cleaned
 
 
+def auth_refusal(exc: AuthFailed | AuthThrottled, headers: dict[str, str] | None = None) -> JSONResponse:
+    """401 for bad credentials, 429 with ``Retry-After`` while the client is locked out (spec §2.1)."""
+    if isinstance(exc, AuthThrottled):
+        return JSONResponse({"detail": str(exc)}, status_code=429, headers={"Retry-After": str(exc.retry_after)})
+    return JSONResponse({"detail": str(exc)}, status_code=401, headers=headers)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     async def on_domain_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, OpenBrowseError)
@@ -78,14 +85,15 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse({"detail": _validation_error_body(exc.errors())}, status_code=422)
 
     async def on_auth_failed(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, AuthFailed)
         headers = (
             {"WWW-Authenticate": 'Basic realm="OpenBrowse live view"'} if request.url.path.startswith("/vnc/") else None
         )
-        return JSONResponse({"detail": str(exc)}, status_code=401, headers=headers)
+        return auth_refusal(exc, headers)
 
     async def on_throttled(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, AuthThrottled)
-        return JSONResponse({"detail": str(exc)}, status_code=429, headers={"Retry-After": str(exc.retry_after)})
+        return auth_refusal(exc)
 
     async def on_http_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)

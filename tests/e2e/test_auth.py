@@ -38,22 +38,47 @@ async def test_api_key_is_required_and_checked(start_server: StartServer, sdk: C
     assert refused.value.status_code == 401
 
 
-def test_failed_attempts_are_throttled_per_client(start_server: StartServer) -> None:
+def client_from(server: ServerProcess, address: str) -> httpx.Client:
+    """A client whose connections come from ``address`` (any 127.x address is this machine)."""
+    return httpx.Client(base_url=server.base_url, transport=httpx.HTTPTransport(local_address=address))
+
+
+def guesses(http: httpx.Client, forwarded: list[str | None]) -> list[int]:
+    statuses = []
+    for hop in forwarded:
+        headers = {"Authorization": "Bearer wrong"} | ({"X-Forwarded-For": hop} if hop else {})
+        statuses.append(http.get("/v3/sessions", headers=headers).status_code)
+    return statuses
+
+
+GOOD = {"Authorization": "Bearer s3cret"}
+
+
+def test_failed_attempts_are_throttled_per_socket_peer(start_server: StartServer) -> None:
     server = start_server(API_KEY="s3cret")
-    with httpx.Client(base_url=server.base_url) as http:
-        statuses = [
-            http.get(
-                "/v3/sessions", headers={"X-Forwarded-For": "203.0.113.9", "Authorization": "Bearer x"}
-            ).status_code
-            for _ in range(7)
-        ]
-        assert statuses[:6] == [401] * 6
-        assert statuses[6] == 429
-        locked = http.get("/v3/sessions", headers={"X-Forwarded-For": "203.0.113.9", "Authorization": "Bearer s3cret"})
+    with client_from(server, "127.0.0.2") as attacker, client_from(server, "127.0.0.3") as other:
+        assert guesses(attacker, [None] * 7) == [401] * 6 + [429]
+        locked = attacker.get("/v3/sessions", headers=GOOD)
         assert locked.status_code == 429 and int(locked.headers["Retry-After"]) >= 1
         assert "Too many failed authentication attempts" in locked.json()["detail"]
-        other = http.get("/v3/sessions", headers={"X-Forwarded-For": "198.51.100.1", "Authorization": "Bearer s3cret"})
-        assert other.status_code == 200
+        assert other.get("/v3/sessions", headers=GOOD).status_code == 200
+
+    with client_from(server, "127.0.0.4") as rotating:  # a new X-Forwarded-For per guess buys nothing
+        assert guesses(rotating, [f"203.0.113.{n}" for n in range(7)]) == [401] * 6 + [429]
+
+    with client_from(server, "127.0.0.5") as framer, client_from(server, "127.0.0.6") as victim:
+        assert guesses(framer, ["127.0.0.6"] * 7)[-1] == 429  # naming the victim locks only the sender
+        assert victim.get("/v3/sessions", headers=GOOD).status_code == 200
+
+
+def test_x_forwarded_for_counts_only_from_a_trusted_proxy(start_server: StartServer) -> None:
+    server = start_server(API_KEY="s3cret", FORWARDED_ALLOW_IPS="127.0.0.7")
+    with client_from(server, "127.0.0.7") as proxy, client_from(server, "127.0.0.8") as direct:
+        assert guesses(proxy, ["203.0.113.9"] * 7)[-1] == 429
+        assert proxy.get("/v3/sessions", headers={"X-Forwarded-For": "203.0.113.9", **GOOD}).status_code == 429
+        assert proxy.get("/v3/sessions", headers={"X-Forwarded-For": "198.51.100.1", **GOOD}).status_code == 200
+        spoofed = direct.get("/v3/sessions", headers={"X-Forwarded-For": "203.0.113.9", **GOOD})
+        assert spoofed.status_code == 200  # not a trusted proxy: its header names nobody
 
 
 def test_public_bind_without_api_key_refuses_to_start(tmp_path: object) -> None:

@@ -27,10 +27,11 @@ from starlette.exceptions import HTTPException
 from openbrowse.api.auth import AuthFailed, AuthThrottled, view_token
 from openbrowse.api.body import parse_body
 from openbrowse.api.deps import AuthenticatorDep, LiveTargetsDep, LoopbackHttpDep, SettingsDep
+from openbrowse.api.errors import auth_refusal
 from openbrowse.api.live_page import no_live_browser_page, viewer_page
 from openbrowse.api.resource_auth import require_path_token
 from openbrowse.api.schemas import WireModel
-from openbrowse.api.ws_bridge import CLOSE_POLICY, CLOSE_UNAVAILABLE, bridge, close_quietly, offered_subprotocol
+from openbrowse.api.ws_bridge import CLOSE_UNAVAILABLE, bridge, close_quietly, deny_websocket, offered_subprotocol
 from openbrowse.errors import NotFound, OpenBrowseError
 from openbrowse.sessions.live import LiveTarget
 from openbrowse.sessions.runtime import LiveSlot
@@ -40,6 +41,8 @@ router = APIRouter(prefix="/vnc", tags=["live view"])
 logger = logging.getLogger(__name__)
 
 TOKEN_PREFIX = "_t/"
+VNC_MAX_MESSAGE = 1 << 20
+"""Largest message a viewer may send: noVNC sends key, pointer and clipboard events, all small."""
 REFRESH_SECONDS = 5
 _NO_STORE = {"Cache-Control": "no-store"}
 _PASSED_HEADERS = ("content-type", "last-modified", "etag")
@@ -106,13 +109,14 @@ async def control(target_id: str, request: Request, targets: LiveTargetsDep, aut
 
 @router.websocket("/{target_id}/websockify")
 async def websockify(websocket: WebSocket, target_id: str, targets: LiveTargetsDep, auth: AuthenticatorDep) -> None:
-    """VNC bytes, bridged to the slot's websockify. Close 1008 on bad credentials, 1011 with nothing to show."""
-    await websocket.accept(subprotocol=offered_subprotocol(websocket, "binary"))
+    """VNC bytes, bridged to the slot's websockify. Bad credentials: the handshake is refused (401/429);
+    nothing to show: accepted, then closed 1011."""
     try:
         auth.require_viewer(websocket, target_id)
     except (AuthFailed, AuthThrottled) as exc:
-        await close_quietly(websocket, CLOSE_POLICY, str(exc))
+        await deny_websocket(websocket, auth_refusal(exc))
         return
+    await websocket.accept(subprotocol=offered_subprotocol(websocket, "binary"))
     try:
         slot = _slot_of(await targets.resolve(target_id))
         await slot.ensure_vnc()
@@ -123,7 +127,8 @@ async def websockify(websocket: WebSocket, target_id: str, targets: LiveTargetsD
         logger.warning("Live view could not be started: %s", exc)
         await close_quietly(websocket, CLOSE_UNAVAILABLE, "The live view could not be started")
         return
-    await bridge(websocket, f"ws://127.0.0.1:{slot.novnc_port}/websockify", subprotocol="binary")
+    upstream = f"ws://127.0.0.1:{slot.novnc_port}/websockify"
+    await bridge(websocket, upstream, max_message=VNC_MAX_MESSAGE, subprotocol="binary")
 
 
 @router.get("/{target_id}/{asset:path}")

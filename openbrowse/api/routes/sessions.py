@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query, Request, Response
 from openbrowse.api.body import parse_body
 from openbrowse.api.deps import ApiKey, ManagerDep
 from openbrowse.api.schemas import (
+    MAX_PAGE,
     CreateSessionBody,
     MessageListView,
     SessionListView,
@@ -67,7 +68,7 @@ async def create_session(request: Request, manager: ManagerDep) -> SessionView:
 @router.get("", response_model=SessionListView, response_model_by_alias=True)
 async def list_sessions(
     manager: ManagerDep,
-    page: Annotated[int, Query(ge=1)] = 1,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
     page_size: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> SessionListView:
     records, total = await manager.page(page, page_size)
