@@ -13,6 +13,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from openbrowse import __version__
 from openbrowse.api.auth import Authenticator, view_token
 from openbrowse.api.errors import install_error_handlers
+from openbrowse.api.openapi_docs import GUARDED, errors_are_json
 from openbrowse.api.origin_guard import BrowserGuard, OriginPolicy
 from openbrowse.api.routes import browsers, health, live, sessions
 from openbrowse.bootstrap import empty_temp_dir, prepare_process_environment
@@ -117,7 +118,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     v3.include_router(sessions.router)
     v3.include_router(browsers.router)
     v3.include_router(browsers.cdp_router)
-    app.include_router(health.router)
-    app.include_router(v3)
-    app.include_router(live.router)
+    app.include_router(health.router, responses=GUARDED)
+    app.include_router(v3, responses=GUARDED)
+    app.include_router(live.router, responses=GUARDED)
+    errors_are_json(app)
     return app

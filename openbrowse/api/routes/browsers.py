@@ -33,6 +33,7 @@ from openbrowse.api.browser_schemas import (
 )
 from openbrowse.api.deps import ApiKey, AuthenticatorDep, BrowsersDep, LoopbackHttpDep, SettingsDep
 from openbrowse.api.errors import auth_refusal
+from openbrowse.api.openapi_docs import error_responses
 from openbrowse.api.resource_auth import require_cdp_access
 from openbrowse.api.schemas import MAX_PAGE
 from openbrowse.api.ws_bridge import CLOSE_UNAVAILABLE, bridge, close_quietly, deny_websocket
@@ -41,8 +42,11 @@ from openbrowse.domain.browsers import BrowserRecord, BrowserStatus
 from openbrowse.errors import OpenBrowseError
 from openbrowse.sessions.browsers import BrowserService
 
-router = APIRouter(prefix="/browsers", tags=["browsers"], dependencies=[ApiKey])
-cdp_router = APIRouter(prefix="/browsers", tags=["browsers"])
+router = APIRouter(
+    prefix="/browsers", tags=["browsers"], dependencies=[ApiKey], responses=error_responses(401, 422, 429)
+)
+cdp_router = APIRouter(prefix="/browsers", tags=["browsers"], responses=error_responses(401, 404, 422, 429))
+_UNKNOWN_ID = error_responses(404)
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +91,12 @@ async def _while_connected(request: Request, work: Awaitable[T]) -> T:
 
 
 @router.post(
-    "", status_code=201, response_model=BrowserView, response_model_by_alias=True, openapi_extra=_CREATE_BODY_DOC
+    "",
+    status_code=201,
+    response_model=BrowserView,
+    response_model_by_alias=True,
+    openapi_extra=_CREATE_BODY_DOC,
+    responses=error_responses(503),
 )
 async def create_browser(request: Request, browsers: BrowsersDep, settings: SettingsDep) -> Any:
     """Start a browser on a display slot (waiting in the slot queue if needed); answers once it is up."""
@@ -118,12 +127,12 @@ async def list_browsers(
     )
 
 
-@router.get("/{browser_id}", response_model=BrowserView, response_model_by_alias=True)
+@router.get("/{browser_id}", response_model=BrowserView, response_model_by_alias=True, responses=_UNKNOWN_ID)
 async def get_browser(browser_id: str, request: Request, browsers: BrowsersDep, settings: SettingsDep) -> BrowserView:
     return _view(await browsers.get(browser_id), request, browsers, settings)
 
 
-@router.patch("/{browser_id}", response_model=BrowserView, response_model_by_alias=True)
+@router.patch("/{browser_id}", response_model=BrowserView, response_model_by_alias=True, responses=_UNKNOWN_ID)
 async def update_browser(
     browser_id: str, request: Request, browsers: BrowsersDep, settings: SettingsDep
 ) -> BrowserView:
@@ -157,7 +166,7 @@ async def cdp_socket(
     await bridge(websocket, endpoint.ws_url, max_message=CDP_MAX_MESSAGE)
 
 
-@cdp_router.get("/{browser_id}/cdp/json/version")
+@cdp_router.get("/{browser_id}/cdp/json/version", responses=error_responses(502, 503))
 @cdp_router.get("/{browser_id}/cdp/json/version/", include_in_schema=False)
 async def cdp_version(
     browser_id: str,
