@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from starlette.requests import Request
 
 from openbrowse.api.auth import MAX_TRACKED_CLIENTS, AuthThrottled, FailureThrottle, client_ip, view_token
@@ -53,7 +52,6 @@ def test_view_token_is_a_per_id_hmac() -> None:
     assert len(token) == 32 and int(token, 16) >= 0
     assert token != view_token("secret", "session-2")
     assert token != view_token("other", "session-1")
-
 
 
 def test_the_table_stays_bounded_and_keeps_the_latest_clients() -> None:
