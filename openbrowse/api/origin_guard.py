@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from openbrowse.api.ws_bridge import deny_websocket
-from openbrowse.config import Settings, is_loopback
+from openbrowse.config import Settings
 
 __all__ = ["HOST_REFUSED", "ORIGIN_REFUSED", "BrowserGuard", "OriginPolicy", "normalize_origin"]
 
@@ -35,6 +35,7 @@ logger = logging.getLogger(__name__)
 HOST_REFUSED = "Host not allowed; add the name to ALLOWED_HOSTS to serve it"
 ORIGIN_REFUSED = "Origin not allowed"
 _WILDCARD_BINDS = {"0.0.0.0", "::", ""}
+_LOOPBACK_NAMES = {"localhost", "ip6-localhost"}
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 _HTTP_SCHEME = {"http": "http", "ws": "http", "https": "https", "wss": "https"}
 
@@ -57,6 +58,17 @@ def _is_ip(name: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _is_loopback_name(name: str) -> bool:
+    """``localhost`` (and ``*.localhost``, which browsers resolve to loopback themselves) or a loopback IP.
+    Not a prefix test: ``127.0.0.1.evil.example`` is a name an attacker can point anywhere."""
+    if name in _LOOPBACK_NAMES or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def normalize_origin(origin: str) -> str | None:
@@ -91,7 +103,7 @@ class OriginPolicy:
         )
 
     def host_name_allowed(self, name: str) -> bool:
-        if is_loopback(name) or name.endswith(".localhost") or name == self.bind_host:
+        if _is_loopback_name(name) or name == self.bind_host:
             return True
         if self.bind_host in _WILDCARD_BINDS and _is_ip(name):
             return True

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable
 
 import httpx
 import pytest
+import websockets
 from browser_use_sdk import BrowserUseError
 from browser_use_sdk.v3 import AsyncBrowserUse
+from websockets.exceptions import InvalidStatus
 
 from tests.conftest import StartServer
 from tests.support.server import ServerProcess
@@ -97,3 +100,30 @@ def test_loopback_without_api_key_says_so(start_server: StartServer) -> None:
     server: ServerProcess = start_server()
     assert "serving without authentication" in server.log()
     assert httpx.get(f"{server.v3}/sessions").status_code == 200
+
+
+async def test_websockets_check_credentials_before_accepting(start_server: StartServer) -> None:
+    server = start_server(API_KEY="s3cret")
+    some_id = "00000000-0000-4000-8000-000000000000"
+    ws_base = f"ws://127.0.0.1:{server.port}"
+    for path in (f"/vnc/{some_id}/websockify?token=wrong", f"/v3/browsers/{some_id}/cdp?token=wrong"):
+        with pytest.raises(InvalidStatus) as refused:
+            async with websockets.connect(ws_base + path):
+                pass
+        assert refused.value.response.status_code == 401, path
+        assert json.loads(refused.value.response.body) == {"detail": "Invalid API key"}
+    for _ in range(4):
+        with pytest.raises(InvalidStatus):
+            async with websockets.connect(f"{ws_base}/vnc/{some_id}/websockify"):
+                pass
+    with pytest.raises(InvalidStatus) as throttled:
+        async with websockets.connect(f"{ws_base}/v3/browsers/{some_id}/cdp", additional_headers=GOOD):
+            pass
+    assert throttled.value.response.status_code == 429
+    assert int(throttled.value.response.headers["Retry-After"]) >= 1
+    another_peer = {"local_addr": ("127.0.0.9", 0)}
+    url = f"{ws_base}/v3/browsers/{some_id}/cdp"
+    async with websockets.connect(url, additional_headers=GOOD, **another_peer) as socket:  # type: ignore[arg-type]
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            await socket.recv()
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1011  # let in; no such browser
