@@ -13,7 +13,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from openbrowse import __version__
 from openbrowse.api.auth import Authenticator, view_token
 from openbrowse.api.errors import install_error_handlers
-from openbrowse.api.openapi_docs import GUARDED, errors_are_json
+from openbrowse.api.openapi_docs import GUARDED, finish_openapi
 from openbrowse.api.origin_guard import BrowserGuard, OriginPolicy
 from openbrowse.api.routes import browsers, health, live, sessions
 from openbrowse.bootstrap import empty_temp_dir, prepare_process_environment
@@ -121,5 +121,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router, responses=GUARDED)
     app.include_router(v3, responses=GUARDED)
     app.include_router(live.router, responses=GUARDED)
-    errors_are_json(app)
+    finish_openapi(app)
     return app

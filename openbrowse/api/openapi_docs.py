@@ -13,7 +13,7 @@ from typing import Any
 from fastapi import FastAPI
 from pydantic import BaseModel, RootModel
 
-__all__ = ["ErrorDetail", "Unprocessable", "error_responses", "errors_are_json"]
+__all__ = ["ErrorDetail", "Unprocessable", "error_responses", "finish_openapi", "request_body"]
 
 
 class ErrorDetail(BaseModel):
@@ -73,17 +73,51 @@ GUARDED = error_responses(400, 403)
 AUTHENTICATED = error_responses(401, 429)
 
 
-def errors_are_json(app: FastAPI) -> None:
-    """Publish every 4xx/5xx body as ``application/json``, as sent. (FastAPI files a declared error model
-    under the route's own media type, which would make an HTML route claim HTML errors.)"""
+def request_body(model: type[BaseModel], *, required: bool = True) -> dict[str, Any]:
+    """``openapi_extra`` for a route that reads its JSON body by hand (``body.parse_body``)."""
+    schema = model.model_json_schema(by_alias=True)
+    return {"requestBody": {"required": required, "content": {"application/json": {"schema": schema}}}}
+
+
+_SECURITY_SCHEMES = {
+    "apiKeyBearer": {"type": "http", "scheme": "bearer", "description": "API_KEY as `Authorization: Bearer`"},
+    "apiKeyHeader": {"type": "apiKey", "in": "header", "name": "X-Browser-Use-API-Key", "description": "API_KEY"},
+    "dashboardBasic": {"type": "http", "scheme": "basic", "description": "DASHBOARD_USER / DASHBOARD_PASSWORD"},
+    "resourceToken": {
+        "type": "apiKey",
+        "in": "query",
+        "name": "token",
+        "description": "The token carried in a session's liveUrl (live view) or a browser's cdpUrl (CDP)",
+    },
+}
+
+
+def _security_for(path: str) -> list[dict[str, list[str]]]:
+    """Who may call an operation (spec §2.1, §4.10); any one entry suffices."""
+    schemes = ["apiKeyBearer", "apiKeyHeader"]
+    if path.startswith("/vnc/"):
+        schemes.append("dashboardBasic")
+    if "/cdp" in path or (path.startswith("/vnc/") and not path.endswith("/control")):
+        schemes.append("resourceToken")
+    return [{scheme: []} for scheme in schemes]
+
+
+def finish_openapi(app: FastAPI) -> None:
+    """Complete the generated document: who may call what (security schemes; not enforced while API_KEY is
+    unset on a loopback bind), and every 4xx/5xx body as ``application/json``, as sent (FastAPI files a declared
+    error model under the route's own media type, which would make an HTML route claim HTML errors)."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             document = build()
-            for operations in document.get("paths", {}).values():
+            document.setdefault("components", {})["securitySchemes"] = _SECURITY_SCHEMES
+            for path, operations in document.get("paths", {}).items():
                 for operation in operations.values():
-                    _json_error_bodies(operation.get("responses", {}))
+                    responses = operation.get("responses", {})
+                    _json_error_bodies(responses)
+                    if "401" in responses:
+                        operation["security"] = _security_for(path)
             app.openapi_schema = document
         return app.openapi_schema
 

@@ -33,7 +33,7 @@ from openbrowse.api.browser_schemas import (
 )
 from openbrowse.api.deps import ApiKey, AuthenticatorDep, BrowsersDep, LoopbackHttpDep, SettingsDep
 from openbrowse.api.errors import auth_refusal
-from openbrowse.api.openapi_docs import error_responses
+from openbrowse.api.openapi_docs import error_responses, request_body
 from openbrowse.api.resource_auth import require_cdp_access
 from openbrowse.api.schemas import MAX_PAGE
 from openbrowse.api.ws_bridge import CLOSE_UNAVAILABLE, bridge, close_quietly, deny_websocket
@@ -132,7 +132,13 @@ async def get_browser(browser_id: str, request: Request, browsers: BrowsersDep, 
     return _view(await browsers.get(browser_id), request, browsers, settings)
 
 
-@router.patch("/{browser_id}", response_model=BrowserView, response_model_by_alias=True, responses=_UNKNOWN_ID)
+@router.patch(
+    "/{browser_id}",
+    response_model=BrowserView,
+    response_model_by_alias=True,
+    responses=_UNKNOWN_ID,
+    openapi_extra=request_body(UpdateBrowserBody),
+)
 async def update_browser(
     browser_id: str, request: Request, browsers: BrowsersDep, settings: SettingsDep
 ) -> BrowserView:

@@ -30,7 +30,7 @@ from openbrowse.api.body import parse_body
 from openbrowse.api.deps import AuthenticatorDep, LiveTargetsDep, LoopbackHttpDep, SettingsDep
 from openbrowse.api.errors import auth_refusal
 from openbrowse.api.live_page import no_live_browser_page, viewer_page
-from openbrowse.api.openapi_docs import error_responses
+from openbrowse.api.openapi_docs import error_responses, request_body
 from openbrowse.api.resource_auth import require_path_token
 from openbrowse.api.schemas import WireModel
 from openbrowse.api.ws_bridge import CLOSE_UNAVAILABLE, bridge, close_quietly, deny_websocket, offered_subprotocol
@@ -107,6 +107,7 @@ async def view(
     response_model=ControlView,
     response_model_by_alias=True,
     responses=error_responses(422, 502),
+    openapi_extra=request_body(ControlBody),
 )
 async def control(target_id: str, request: Request, targets: LiveTargetsDep, auth: AuthenticatorDep) -> ControlView:
     """Let live viewers also control the browser (``enabled: true``) or only watch it (the default)."""

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from openbrowse.api.body import parse_body
 from openbrowse.api.deps import ApiKey, ManagerDep
-from openbrowse.api.openapi_docs import error_responses
+from openbrowse.api.openapi_docs import error_responses, request_body
 from openbrowse.api.schemas import (
     MAX_PAGE,
     CreateSessionBody,
@@ -92,7 +92,13 @@ async def get_session(session_id: str, manager: ManagerDep) -> SessionView:
     return session_view(await manager.get(session_id))
 
 
-@router.post("/{session_id}/stop", response_model=SessionView, response_model_by_alias=True, responses=_UNKNOWN_ID)
+@router.post(
+    "/{session_id}/stop",
+    response_model=SessionView,
+    response_model_by_alias=True,
+    responses=_UNKNOWN_ID,
+    openapi_extra=request_body(StopSessionBody, required=False),
+)
 async def stop_session(session_id: str, request: Request, manager: ManagerDep) -> SessionView:
     body = await parse_body(request, StopSessionBody)
     record = await manager.stop(SessionId(session_id), StopStrategy(body.strategy))

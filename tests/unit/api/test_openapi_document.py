@@ -59,3 +59,17 @@ def test_error_bodies_are_json_and_422_is_either_shape(document: dict[str, Any])
         if "422" in operation["responses"]:
             ref = operation["responses"]["422"]["content"]["application/json"]["schema"]["$ref"]
             assert ref.endswith("/Unprocessable"), f"{method} {path}"
+
+
+def test_credentials_and_hand_read_bodies_are_published(document: dict[str, Any]) -> None:
+    assert {"apiKeyBearer", "apiKeyHeader", "dashboardBasic", "resourceToken"} <= set(
+        document["components"]["securitySchemes"]
+    )
+    for method, path, operation in operations(document):
+        if "401" in operation["responses"]:
+            assert {"apiKeyBearer", "apiKeyHeader"} <= {next(iter(s)) for s in operation["security"]}, path
+        if method in {"POST", "PATCH"}:
+            assert "requestBody" in operation, f"{method} {path}"
+    stop = document["paths"]["/v3/sessions/{session_id}/stop"]["post"]["requestBody"]
+    assert stop["required"] is False
+    assert "strategy" in stop["content"]["application/json"]["schema"]["properties"]
