@@ -14,8 +14,10 @@ from openbrowse import __version__
 from openbrowse.api.auth import Authenticator, view_token
 from openbrowse.api.dashboard import install_dashboard
 from openbrowse.api.errors import install_error_handlers
+from openbrowse.api.openapi_docs import GUARDED, finish_openapi
+from openbrowse.api.origin_guard import BrowserGuard, OriginPolicy
 from openbrowse.api.routes import browsers, events, health, live, sessions
-from openbrowse.bootstrap import empty_temp_dir
+from openbrowse.bootstrap import empty_temp_dir, prepare_process_environment
 from openbrowse.config import Settings
 from openbrowse.domain.sessions import SessionRecord
 from openbrowse.errors import ConfigError, InvalidRequest
@@ -63,6 +65,7 @@ def never_started_problem(settings: Settings, record: SessionRecord) -> str | No
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.load()
     _check_default_model(settings)
+    prepare_process_environment(settings.data_dir)  # also when served by `uvicorn --factory`, not only the CLI
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -105,15 +108,25 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="OpenBrowse", version=__version__, lifespan=lifespan)
     app.state.settings = settings
     app.state.authenticator = Authenticator(settings)
-    app.add_middleware(CORSMiddleware, allow_origins=["*"], allow_methods=["*"], allow_headers=["*"])
+    policy = OriginPolicy.from_settings(settings)
+    if policy.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=sorted(policy.cors_origins),
+            allow_methods=["*"],
+            allow_headers=["*"],
+            expose_headers=["Retry-After"],
+        )
+    app.add_middleware(BrowserGuard, policy=policy)  # added last, so it runs first (spec §2.2)
     install_error_handlers(app)
     v3 = APIRouter(prefix="/v3")
     v3.include_router(sessions.router)
     v3.include_router(events.router)
     v3.include_router(browsers.router)
     v3.include_router(browsers.cdp_router)
-    app.include_router(health.router)
-    app.include_router(v3)
-    app.include_router(live.router)
+    app.include_router(health.router, responses=GUARDED)
+    app.include_router(v3, responses=GUARDED)
+    app.include_router(live.router, responses=GUARDED)
     install_dashboard(app, models=sorted(MODELS), efforts=EFFORTS)
+    finish_openapi(app)
     return app

@@ -47,6 +47,10 @@ def is_loopback(host: str) -> bool:
     return host in _LOOPBACK_HOSTS or host.startswith("127.")
 
 
+def _comma_list(value: str | None) -> tuple[str, ...]:
+    return tuple(item.strip() for item in (value or "").split(",") if item.strip())
+
+
 class Settings(BaseSettings):
     """All configuration. Field names are the documented environment variable names."""
 
@@ -67,6 +71,13 @@ class Settings(BaseSettings):
     ALLOW_INSECURE_NO_AUTH: bool = False
     DASHBOARD_USER: str = "admin"
     DASHBOARD_PASSWORD: str | None = None
+
+    ALLOWED_HOSTS: str | None = None
+    """Extra names accepted in the ``Host`` header, comma-separated (``*.example.com`` matches subdomains)."""
+    CORS_ORIGINS: str | None = None
+    """Origins (``https://app.example.com``) allowed to call the API from a browser, comma-separated."""
+    FORWARDED_ALLOW_IPS: str | None = None
+    """Proxies whose ``X-Forwarded-For``/``-Proto`` are believed (uvicorn's setting); none by default."""
 
     ANTHROPIC_API_KEY: str | None = None
     OPENAI_API_KEY: str | None = None
@@ -159,6 +170,14 @@ class Settings(BaseSettings):
     @property
     def auth_enabled(self) -> bool:
         return bool(self.API_KEY) and not self.ALLOW_INSECURE_NO_AUTH
+
+    @property
+    def allowed_hosts(self) -> tuple[str, ...]:
+        return _comma_list(self.ALLOWED_HOSTS)
+
+    @property
+    def cors_origins(self) -> tuple[str, ...]:
+        return _comma_list(self.CORS_ORIGINS)
 
     @property
     def dashboard_password(self) -> str | None:

@@ -6,14 +6,15 @@ import logging
 
 import uvicorn
 
+from openbrowse.api.routes.browsers import CDP_MAX_MESSAGE
 from openbrowse.app import create_app
 from openbrowse.config import Settings, is_loopback
 
 logger = logging.getLogger("openbrowse")
 
-WS_MAX_SIZE = 256 * 1024 * 1024
-"""Largest WebSocket message a client may send (uvicorn's default is 16 MiB). CDP clients proxied through
-``/v3/browsers/{id}/cdp`` send messages of tens of MB (e.g. ``Runtime.evaluate`` of a bundled script)."""
+WS_MAX_SIZE = CDP_MAX_MESSAGE
+"""Largest WebSocket message uvicorn reads for any route (its default is 16 MiB): the CDP route's limit, the
+largest. Each route applies its own, smaller or equal, limit (``bridge(max_message=…)``)."""
 
 
 def serve(settings: Settings) -> None:
@@ -37,5 +38,7 @@ def serve(settings: Settings) -> None:
         ws="websockets-sansio",
         ws_max_size=WS_MAX_SIZE,
         ws_per_message_deflate=False,
+        proxy_headers=True,
+        forwarded_allow_ips=settings.FORWARDED_ALLOW_IPS or [],  # uvicorn alone would trust 127.0.0.1
     )
     uvicorn.Server(config).run()

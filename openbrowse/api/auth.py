@@ -1,4 +1,10 @@
-"""API-key authentication with a per-IP failed-attempt throttle (spec §2.1)."""
+"""API-key authentication with a per-IP failed-attempt throttle (spec §2.1).
+
+The client IP is the socket peer as uvicorn resolved it: uvicorn replaces the peer with the
+``X-Forwarded-For`` client only when the peer is a proxy listed in ``FORWARDED_ALLOW_IPS`` (none by default,
+see ``server.py``). A header sent by anyone else changes nothing, so rotating it buys no extra guesses and
+naming a victim's address locks only the sender out.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ import hashlib
 import hmac
 import math
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -16,6 +23,8 @@ from starlette.requests import HTTPConnection
 from openbrowse.config import Settings
 
 FREE_FAILURES = 5
+MAX_TRACKED_CLIENTS = 10_000
+"""Records kept at most (a few hundred bytes each); beyond it the least recently failed client is forgotten."""
 FIRST_LOCKOUT_SECONDS = 1.0
 MAX_LOCKOUT_SECONDS = 900.0
 API_KEY_HEADER = "x-browser-use-api-key"
@@ -40,11 +49,18 @@ class _Failures:
 
 
 class FailureThrottle:
-    """5 free failures per IP; then each failure locks the IP out for 1 s, doubling up to 900 s."""
+    """5 free failures per IP; then each failure locks the IP out for 1 s, doubling up to 900 s.
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    Memory is bounded: at most ``max_clients`` records, the least recently failed one evicted first.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, max_clients: int = MAX_TRACKED_CLIENTS) -> None:
         self._clock = clock
-        self._records: dict[str, _Failures] = {}
+        self._max_clients = max_clients
+        self._records: OrderedDict[str, _Failures] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._records)
 
     def check(self, client: str) -> None:
         record = self._records.get(client)
@@ -55,7 +71,13 @@ class FailureThrottle:
             raise AuthThrottled(max(1, math.ceil(remaining)))
 
     def failed(self, client: str) -> None:
-        record = self._records.setdefault(client, _Failures())
+        record = self._records.get(client)
+        if record is None:
+            record = self._records[client] = _Failures()
+            while len(self._records) > self._max_clients:
+                self._records.popitem(last=False)
+        else:
+            self._records.move_to_end(client)
         record.count += 1
         extra = record.count - FREE_FAILURES
         if extra > 0:
@@ -67,9 +89,7 @@ class FailureThrottle:
 
 
 def client_ip(conn: HTTPConnection) -> str:
-    forwarded = conn.headers.get("x-forwarded-for")
-    if forwarded:
-        return forwarded.split(",")[0].strip()
+    """The socket peer, or the forwarded client when uvicorn trusted the peer as a proxy (never the raw header)."""
     return conn.client.host if conn.client else "unknown"
 
 

@@ -64,6 +64,13 @@ def _validation_error_body(errors: Any) -> list[dict[str, Any]]:
     return cleaned
 
 
+def auth_refusal(exc: AuthFailed | AuthThrottled, headers: dict[str, str] | None = None) -> JSONResponse:
+    """401 for bad credentials, 429 with ``Retry-After`` while the client is locked out (spec §2.1)."""
+    if isinstance(exc, AuthThrottled):
+        return JSONResponse({"detail": str(exc)}, status_code=429, headers={"Retry-After": str(exc.retry_after)})
+    return JSONResponse({"detail": str(exc)}, status_code=401, headers=headers)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     async def on_domain_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, OpenBrowseError)
@@ -78,14 +85,14 @@ def install_error_handlers(app: FastAPI) -> None:
         return JSONResponse({"detail": _validation_error_body(exc.errors())}, status_code=422)
 
     async def on_auth_failed(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, AuthFailed)
         # One realm everywhere: a browser that signed in to the dashboard answers the challenges of the API
         # calls its pages make and of the live view with the same cached credentials, without asking again.
-        headers = {"WWW-Authenticate": 'Basic realm="OpenBrowse"'}
-        return JSONResponse({"detail": str(exc)}, status_code=401, headers=headers)
+        return auth_refusal(exc, {"WWW-Authenticate": 'Basic realm="OpenBrowse"'})
 
     async def on_throttled(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, AuthThrottled)
-        return JSONResponse({"detail": str(exc)}, status_code=429, headers={"Retry-After": str(exc.retry_after)})
+        return auth_refusal(exc)
 
     async def on_http_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)

@@ -8,10 +8,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
+from openbrowse.api.output_schema import output_schema_problem
 from openbrowse.domain.clock import to_wire
 from openbrowse.domain.feed import Message
 from openbrowse.domain.money import format_usd
 from openbrowse.domain.sessions import SessionRecord
+
+MAX_PAGE = 1_000_000
+"""Largest page number a list accepts: far beyond any real listing, and its offset stays inside SQLite's int64."""
 
 
 class WireModel(BaseModel):
@@ -40,6 +44,14 @@ class CreateSessionBody(WireModel):
     def _finite_positive(cls, value: float | None) -> float | None:
         if value is not None and (not math.isfinite(value) or value <= 0):
             raise ValueError("maxCostUsd must be a finite number greater than 0")
+        return value
+
+    @field_validator("output_schema")
+    @classmethod
+    def _valid_json_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        problem = output_schema_problem(value) if value is not None else None
+        if problem:
+            raise ValueError(problem)
         return value
 
     def sent(self, name: str) -> bool:

@@ -2,9 +2,11 @@
 
 Used for the live view (noVNC ↔ websockify, binary frames) and for raw browsers' CDP (client ↔ Chromium's
 DevTools socket, text frames). Frames are forwarded as they are, text as text and bytes as bytes, with no
-size limit on the upstream side (CDP messages reach tens of MB; the client side is bounded by uvicorn's
-``ws_max_size``). Either side closing ends both: the two pump tasks are owned here, the survivor is cancelled
-and both are awaited before :func:`bridge` returns, so nothing outlives the connection.
+size limit on the upstream side (CDP messages reach tens of MB). Client messages are bounded per route
+(``max_message``; uvicorn's ``ws_max_size`` is the ceiling over all routes). Credentials and the origin are
+checked before a handshake is accepted (:func:`deny_websocket`). Either side closing ends both: the two pump
+tasks are owned here, the survivor is cancelled and both are awaited before :func:`bridge` returns, so nothing
+outlives the connection.
 """
 
 from __future__ import annotations
@@ -14,18 +16,29 @@ import contextlib
 import logging
 from collections.abc import Sequence
 
+from starlette.responses import Response
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketDisconnected, WebSocketState
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.typing import Subprotocol
 
-__all__ = ["CLOSE_NORMAL", "CLOSE_POLICY", "CLOSE_UNAVAILABLE", "bridge", "close_quietly", "offered_subprotocol"]
+__all__ = [
+    "CLOSE_NORMAL",
+    "CLOSE_POLICY",
+    "CLOSE_TOO_BIG",
+    "CLOSE_UNAVAILABLE",
+    "bridge",
+    "close_quietly",
+    "deny_websocket",
+    "offered_subprotocol",
+]
 
 logger = logging.getLogger(__name__)
 _upstream_logger = logging.getLogger(f"{__name__}.upstream")
 
 CLOSE_NORMAL = 1000
 CLOSE_POLICY = 1008  # authentication failed
+CLOSE_TOO_BIG = 1009  # a client message above the route's limit
 CLOSE_UNAVAILABLE = 1011  # nothing to connect to (no display, VNC or browser unavailable)
 
 OPEN_TIMEOUT = 10.0
@@ -39,6 +52,15 @@ def offered_subprotocol(websocket: WebSocket, name: str) -> str | None:
     return name if name in offered else None
 
 
+async def deny_websocket(websocket: WebSocket, response: Response) -> None:
+    """Refuse a handshake **before accepting it**, with an HTTP answer where the server supports one (uvicorn
+    does), else with a policy-violation close, which the server turns into a plain 403."""
+    if "websocket.http.response" in websocket.scope.get("extensions", {}):
+        await websocket.send_denial_response(response)
+    else:
+        await websocket.close(code=CLOSE_POLICY)
+
+
 async def close_quietly(websocket: WebSocket, code: int, reason: str = "") -> None:
     """Close the client socket unless either side already has."""
     if websocket.application_state is WebSocketState.DISCONNECTED:
@@ -49,8 +71,11 @@ async def close_quietly(websocket: WebSocket, code: int, reason: str = "") -> No
         await websocket.close(code=code, reason=reason[:120])
 
 
-async def bridge(client: WebSocket, upstream_url: str, *, subprotocol: str | None = None) -> None:
-    """Join the **accepted** ``client`` to ``upstream_url`` until either side closes, then close both."""
+async def bridge(client: WebSocket, upstream_url: str, *, max_message: int, subprotocol: str | None = None) -> None:
+    """Join the **accepted** ``client`` to ``upstream_url`` until either side closes, then close both.
+
+    A client message larger than ``max_message`` bytes ends the bridge with close code 1009.
+    """
     try:
         upstream = await connect(
             upstream_url,
@@ -71,25 +96,26 @@ async def bridge(client: WebSocket, upstream_url: str, *, subprotocol: str | Non
         return
     code = CLOSE_NORMAL
     try:
-        code = await _pump_both(client, upstream)
+        code = await _pump_both(client, upstream, max_message)
     finally:
         with contextlib.suppress(Exception):
             await asyncio.shield(upstream.close())
         await close_quietly(client, code)
 
 
-async def _pump_both(client: WebSocket, upstream: ClientConnection) -> int:
+async def _pump_both(client: WebSocket, upstream: ClientConnection, max_message: int) -> int:
     """Run both directions until one ends; return the close code to give the client."""
-    tasks = [
-        asyncio.ensure_future(_client_to_upstream(client, upstream)),
-        asyncio.ensure_future(_upstream_to_client(upstream, client)),
-    ]
+    outbound = asyncio.ensure_future(_client_to_upstream(client, upstream, max_message))
+    tasks = [outbound, asyncio.ensure_future(_upstream_to_client(upstream, client))]
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+    finished = outbound.done() and not outbound.cancelled() and outbound.exception() is None
+    if finished and outbound.result() is not None:
+        return CLOSE_TOO_BIG
     received = upstream.close_code
     if received is None:
         return CLOSE_NORMAL
@@ -98,21 +124,31 @@ async def _pump_both(client: WebSocket, upstream: ClientConnection) -> int:
     return received
 
 
-async def _client_to_upstream(client: WebSocket, upstream: ClientConnection) -> None:
+def _too_big(message: bytes | str, limit: int) -> bool:
+    if isinstance(message, bytes) or len(message) > limit:
+        return len(message) > limit
+    return len(message) * 4 > limit and len(message.encode("utf-8")) > limit
+
+
+async def _client_to_upstream(client: WebSocket, upstream: ClientConnection, max_message: int) -> int | None:
+    """Forward client frames; return 1009 if one is too big for this route, None when the client leaves."""
     try:
         while True:
             message = await client.receive()
             if message["type"] == "websocket.disconnect":
-                return
-            data = message.get("bytes")
-            if data is not None:
-                await upstream.send(data)
+                return None
+            payload: bytes | str | None = message.get("bytes")
+            if payload is None:
+                payload = message.get("text")
+            if payload is None:
                 continue
-            text = message.get("text")
-            if text is not None:
-                await upstream.send(text)
+            if _too_big(payload, max_message):
+                logger.info("Closed a bridge: a client message exceeded %d bytes", max_message)
+                return CLOSE_TOO_BIG
+            await upstream.send(payload)
     except (ConnectionClosed, WebSocketDisconnect, WebSocketDisconnected) as exc:
         logger.debug("Bridge client→upstream ended: %r", exc)
+    return None
 
 
 async def _upstream_to_client(upstream: ClientConnection, client: WebSocket) -> None:

@@ -214,7 +214,11 @@ class BrowserService:
         if slot is None:
             await self._repo.get(browser_id)  # BrowserNotFound for an unknown id
             raise InvalidRequest("Browser is stopped")
-        return CdpEndpoint(ws_url=slot.cdp_ws_url, http_url=slot.cdp_url)
+        try:
+            ws_url = slot.cdp_ws_url
+        except RuntimeError as exc:  # the slot went away (crash, timeout, stop) while the record was active
+            raise BrowserUnavailable("The browser is no longer running") from exc
+        return CdpEndpoint(ws_url=ws_url, http_url=slot.cdp_url)
 
     # -- the browser task --------------------------------------------------------------------------------------
     def _forget(self, browser: _Running) -> None:

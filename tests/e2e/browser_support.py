@@ -4,7 +4,8 @@
 * ``fixture_site``: a tiny local site (a page with a big distinctive colour, a text page, an iframe host);
 * ``cdp_navigate`` / ``cdp_evaluate``: drive a browser through its proxied ``cdpUrl`` with plain CDP;
 * ``forwarded_for``: a unique client address per deliberate auth failure, so the per-IP failure throttle
-  (5 free failures, then lockouts) never locks out the tests' own address.
+  (5 free failures, then lockouts) never locks out the tests' own address. The server believes it because
+  these servers trust 127.0.0.1 as a proxy (``FORWARDED_ALLOW_IPS``); without that it would be ignored.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ _addresses = itertools.count(1)
 
 
 def start_isolated_server(home: Path, *, slots: int = 1, **env: str) -> ServerProcess:
-    env = {"MAX_CONCURRENT_SESSIONS": str(slots), **env}
+    env = {"MAX_CONCURRENT_SESSIONS": str(slots), "FORWARDED_ALLOW_IPS": "127.0.0.1", **env}
     return ServerProcess(home=home, env=env, slot_base=free_slot_base(slots)).start()
 
 

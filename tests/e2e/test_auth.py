@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable
 
 import httpx
 import pytest
+import websockets
 from browser_use_sdk import BrowserUseError
 from browser_use_sdk.v3 import AsyncBrowserUse
+from websockets.exceptions import InvalidStatus
 
 from tests.conftest import StartServer
 from tests.support.server import ServerProcess
@@ -38,22 +41,47 @@ async def test_api_key_is_required_and_checked(start_server: StartServer, sdk: C
     assert refused.value.status_code == 401
 
 
-def test_failed_attempts_are_throttled_per_client(start_server: StartServer) -> None:
+def client_from(server: ServerProcess, address: str) -> httpx.Client:
+    """A client whose connections come from ``address`` (any 127.x address is this machine)."""
+    return httpx.Client(base_url=server.base_url, transport=httpx.HTTPTransport(local_address=address))
+
+
+def guesses(http: httpx.Client, forwarded: list[str | None]) -> list[int]:
+    statuses = []
+    for hop in forwarded:
+        headers = {"Authorization": "Bearer wrong"} | ({"X-Forwarded-For": hop} if hop else {})
+        statuses.append(http.get("/v3/sessions", headers=headers).status_code)
+    return statuses
+
+
+GOOD = {"Authorization": "Bearer s3cret"}
+
+
+def test_failed_attempts_are_throttled_per_socket_peer(start_server: StartServer) -> None:
     server = start_server(API_KEY="s3cret")
-    with httpx.Client(base_url=server.base_url) as http:
-        statuses = [
-            http.get(
-                "/v3/sessions", headers={"X-Forwarded-For": "203.0.113.9", "Authorization": "Bearer x"}
-            ).status_code
-            for _ in range(7)
-        ]
-        assert statuses[:6] == [401] * 6
-        assert statuses[6] == 429
-        locked = http.get("/v3/sessions", headers={"X-Forwarded-For": "203.0.113.9", "Authorization": "Bearer s3cret"})
+    with client_from(server, "127.0.0.2") as attacker, client_from(server, "127.0.0.3") as other:
+        assert guesses(attacker, [None] * 7) == [401] * 6 + [429]
+        locked = attacker.get("/v3/sessions", headers=GOOD)
         assert locked.status_code == 429 and int(locked.headers["Retry-After"]) >= 1
         assert "Too many failed authentication attempts" in locked.json()["detail"]
-        other = http.get("/v3/sessions", headers={"X-Forwarded-For": "198.51.100.1", "Authorization": "Bearer s3cret"})
-        assert other.status_code == 200
+        assert other.get("/v3/sessions", headers=GOOD).status_code == 200
+
+    with client_from(server, "127.0.0.4") as rotating:  # a new X-Forwarded-For per guess buys nothing
+        assert guesses(rotating, [f"203.0.113.{n}" for n in range(7)]) == [401] * 6 + [429]
+
+    with client_from(server, "127.0.0.5") as framer, client_from(server, "127.0.0.6") as victim:
+        assert guesses(framer, ["127.0.0.6"] * 7)[-1] == 429  # naming the victim locks only the sender
+        assert victim.get("/v3/sessions", headers=GOOD).status_code == 200
+
+
+def test_x_forwarded_for_counts_only_from_a_trusted_proxy(start_server: StartServer) -> None:
+    server = start_server(API_KEY="s3cret", FORWARDED_ALLOW_IPS="127.0.0.7")
+    with client_from(server, "127.0.0.7") as proxy, client_from(server, "127.0.0.8") as direct:
+        assert guesses(proxy, ["203.0.113.9"] * 7)[-1] == 429
+        assert proxy.get("/v3/sessions", headers={"X-Forwarded-For": "203.0.113.9", **GOOD}).status_code == 429
+        assert proxy.get("/v3/sessions", headers={"X-Forwarded-For": "198.51.100.1", **GOOD}).status_code == 200
+        spoofed = direct.get("/v3/sessions", headers={"X-Forwarded-For": "203.0.113.9", **GOOD})
+        assert spoofed.status_code == 200  # not a trusted proxy: its header names nobody
 
 
 def test_public_bind_without_api_key_refuses_to_start(tmp_path: object) -> None:
@@ -72,3 +100,30 @@ def test_loopback_without_api_key_says_so(start_server: StartServer) -> None:
     server: ServerProcess = start_server()
     assert "serving without authentication" in server.log()
     assert httpx.get(f"{server.v3}/sessions").status_code == 200
+
+
+async def test_websockets_check_credentials_before_accepting(start_server: StartServer) -> None:
+    server = start_server(API_KEY="s3cret")
+    some_id = "00000000-0000-4000-8000-000000000000"
+    ws_base = f"ws://127.0.0.1:{server.port}"
+    for path in (f"/vnc/{some_id}/websockify?token=wrong", f"/v3/browsers/{some_id}/cdp?token=wrong"):
+        with pytest.raises(InvalidStatus) as refused:
+            async with websockets.connect(ws_base + path):
+                pass
+        assert refused.value.response.status_code == 401, path
+        assert json.loads(refused.value.response.body) == {"detail": "Invalid API key"}
+    for _ in range(4):
+        with pytest.raises(InvalidStatus):
+            async with websockets.connect(f"{ws_base}/vnc/{some_id}/websockify"):
+                pass
+    with pytest.raises(InvalidStatus) as throttled:
+        async with websockets.connect(f"{ws_base}/v3/browsers/{some_id}/cdp", additional_headers=GOOD):
+            pass
+    assert throttled.value.response.status_code == 429
+    assert int(throttled.value.response.headers["Retry-After"]) >= 1
+    another_peer = {"local_addr": ("127.0.0.9", 0)}
+    url = f"{ws_base}/v3/browsers/{some_id}/cdp"
+    async with websockets.connect(url, additional_headers=GOOD, **another_peer) as socket:  # type: ignore[arg-type]
+        with pytest.raises(websockets.ConnectionClosed) as closed:
+            await socket.recv()
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1011  # let in; no such browser

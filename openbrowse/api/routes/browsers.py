@@ -32,20 +32,29 @@ from openbrowse.api.browser_schemas import (
     proxied_cdp_url,
 )
 from openbrowse.api.deps import ApiKey, AuthenticatorDep, BrowsersDep, LoopbackHttpDep, SettingsDep
+from openbrowse.api.errors import auth_refusal
+from openbrowse.api.openapi_docs import error_responses, request_body
 from openbrowse.api.resource_auth import require_cdp_access
-from openbrowse.api.ws_bridge import CLOSE_POLICY, CLOSE_UNAVAILABLE, bridge, close_quietly
+from openbrowse.api.schemas import MAX_PAGE
+from openbrowse.api.ws_bridge import CLOSE_UNAVAILABLE, bridge, close_quietly, deny_websocket
 from openbrowse.config import Settings
 from openbrowse.domain.browsers import BrowserRecord, BrowserStatus
-from openbrowse.errors import InvalidRequest, NotFound
+from openbrowse.errors import OpenBrowseError
 from openbrowse.sessions.browsers import BrowserService
 
-router = APIRouter(prefix="/browsers", tags=["browsers"], dependencies=[ApiKey])
-cdp_router = APIRouter(prefix="/browsers", tags=["browsers"])
+router = APIRouter(
+    prefix="/browsers", tags=["browsers"], dependencies=[ApiKey], responses=error_responses(401, 422, 429)
+)
+cdp_router = APIRouter(prefix="/browsers", tags=["browsers"], responses=error_responses(401, 404, 422, 429))
+_UNKNOWN_ID = error_responses(404)
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+CDP_MAX_MESSAGE = 64 << 20
+"""Largest message a CDP client may send: ``Runtime.evaluate`` of a bundled script or
+``DOM.setFileInputFiles`` payloads reach tens of MB."""
 CLIENT_CLOSED_REQUEST = 499  # nginx's code: the client went away before the answer was ready
 _CREATE_BODY_DOC = {
     "requestBody": {"content": {"application/json": {"schema": CreateBrowserBody.model_json_schema(by_alias=True)}}}
@@ -82,7 +91,12 @@ async def _while_connected(request: Request, work: Awaitable[T]) -> T:
 
 
 @router.post(
-    "", status_code=201, response_model=BrowserView, response_model_by_alias=True, openapi_extra=_CREATE_BODY_DOC
+    "",
+    status_code=201,
+    response_model=BrowserView,
+    response_model_by_alias=True,
+    openapi_extra=_CREATE_BODY_DOC,
+    responses=error_responses(503),
 )
 async def create_browser(request: Request, browsers: BrowsersDep, settings: SettingsDep) -> Any:
     """Start a browser on a display slot (waiting in the slot queue if needed); answers once it is up."""
@@ -100,7 +114,7 @@ async def list_browsers(
     request: Request,
     browsers: BrowsersDep,
     settings: SettingsDep,
-    page_number: Annotated[int, Query(alias="pageNumber", ge=1)] = 1,
+    page_number: Annotated[int, Query(alias="pageNumber", ge=1, le=MAX_PAGE)] = 1,
     page_size: Annotated[int, Query(alias="pageSize", ge=1, le=100)] = 20,
     filter_by: Annotated[BrowserStatus | None, Query(alias="filterBy")] = None,
 ) -> BrowserListView:
@@ -113,12 +127,18 @@ async def list_browsers(
     )
 
 
-@router.get("/{browser_id}", response_model=BrowserView, response_model_by_alias=True)
+@router.get("/{browser_id}", response_model=BrowserView, response_model_by_alias=True, responses=_UNKNOWN_ID)
 async def get_browser(browser_id: str, request: Request, browsers: BrowsersDep, settings: SettingsDep) -> BrowserView:
     return _view(await browsers.get(browser_id), request, browsers, settings)
 
 
-@router.patch("/{browser_id}", response_model=BrowserView, response_model_by_alias=True)
+@router.patch(
+    "/{browser_id}",
+    response_model=BrowserView,
+    response_model_by_alias=True,
+    responses=_UNKNOWN_ID,
+    openapi_extra=request_body(UpdateBrowserBody),
+)
 async def update_browser(
     browser_id: str, request: Request, browsers: BrowsersDep, settings: SettingsDep
 ) -> BrowserView:
@@ -136,22 +156,23 @@ async def cdp_socket(
     auth: AuthenticatorDep,
     settings: SettingsDep,
 ) -> None:
-    """The browser's DevTools socket. Close 1008 on bad credentials, 1011 if the browser is not active."""
-    await websocket.accept()
+    """The browser's DevTools socket. Bad credentials: the handshake is refused (401/429); a browser that is
+    unknown, stopped or gone: accepted, then closed 1011."""
     try:
         require_cdp_access(auth, settings, websocket, browser_id)
     except (AuthFailed, AuthThrottled) as exc:
-        await close_quietly(websocket, CLOSE_POLICY, str(exc))
+        await deny_websocket(websocket, auth_refusal(exc))
         return
+    await websocket.accept()
     try:
         endpoint = await browsers.cdp_endpoint(browser_id)
-    except (NotFound, InvalidRequest) as exc:
+    except OpenBrowseError as exc:
         await close_quietly(websocket, CLOSE_UNAVAILABLE, exc.message)
         return
-    await bridge(websocket, endpoint.ws_url)
+    await bridge(websocket, endpoint.ws_url, max_message=CDP_MAX_MESSAGE)
 
 
-@cdp_router.get("/{browser_id}/cdp/json/version")
+@cdp_router.get("/{browser_id}/cdp/json/version", responses=error_responses(502, 503))
 @cdp_router.get("/{browser_id}/cdp/json/version/", include_in_schema=False)
 async def cdp_version(
     browser_id: str,

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Response
 
 from openbrowse import __version__
 from openbrowse.api.deps import ApiKey, ManagerDep, SettingsDep
+from openbrowse.api.openapi_docs import error_responses
 from openbrowse.api.schemas import HealthDetailsView, HealthView
 
 router = APIRouter(tags=["health"])
@@ -26,7 +27,13 @@ async def health() -> HealthView:
     return HealthView()
 
 
-@router.get("/health/details", response_model=HealthDetailsView, response_model_by_alias=True, dependencies=[ApiKey])
+@router.get(
+    "/health/details",
+    response_model=HealthDetailsView,
+    response_model_by_alias=True,
+    dependencies=[ApiKey],
+    responses=error_responses(401, 429),
+)
 async def health_details(manager: ManagerDep, settings: SettingsDep) -> HealthDetailsView:
     counts = manager.counts()
     cpu = psutil.cpu_percent(interval=None)

@@ -16,6 +16,7 @@ request is proxied to the slot's websockify.
 from __future__ import annotations
 
 import logging
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -27,23 +28,34 @@ from starlette.exceptions import HTTPException
 from openbrowse.api.auth import AuthFailed, AuthThrottled, view_token
 from openbrowse.api.body import parse_body
 from openbrowse.api.deps import AuthenticatorDep, LiveTargetsDep, LoopbackHttpDep, SettingsDep
+from openbrowse.api.errors import auth_refusal
 from openbrowse.api.live_page import no_live_browser_page, viewer_page
+from openbrowse.api.openapi_docs import error_responses, request_body
 from openbrowse.api.resource_auth import require_path_token
 from openbrowse.api.schemas import WireModel
-from openbrowse.api.ws_bridge import CLOSE_POLICY, CLOSE_UNAVAILABLE, bridge, close_quietly, offered_subprotocol
+from openbrowse.api.ws_bridge import CLOSE_UNAVAILABLE, bridge, close_quietly, deny_websocket, offered_subprotocol
 from openbrowse.errors import NotFound, OpenBrowseError
 from openbrowse.sessions.live import LiveTarget
 from openbrowse.sessions.runtime import LiveSlot
 
-router = APIRouter(prefix="/vnc", tags=["live view"])
+router = APIRouter(prefix="/vnc", tags=["live view"], responses=error_responses(401, 404, 422, 429))
 
 logger = logging.getLogger(__name__)
 
 TOKEN_PREFIX = "_t/"
+VNC_MAX_MESSAGE = 1 << 20
+"""Largest message a viewer may send: noVNC sends key, pointer and clipboard events, all small."""
 REFRESH_SECONDS = 5
 _NO_STORE = {"Cache-Control": "no-store"}
 _PASSED_HEADERS = ("content-type", "last-modified", "etag")
 _VNC_ERRORS = (OpenBrowseError, RuntimeError, OSError)
+_ASSET_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "A noVNC file, with its own content type",
+        "content": {"*/*": {"schema": {"type": "string", "format": "binary"}}},
+    },
+    **error_responses(502),
+}
 
 
 class ControlBody(WireModel):
@@ -90,7 +102,13 @@ async def view(
     return HTMLResponse(page, headers=_NO_STORE)
 
 
-@router.post("/{target_id}/control", response_model=ControlView, response_model_by_alias=True)
+@router.post(
+    "/{target_id}/control",
+    response_model=ControlView,
+    response_model_by_alias=True,
+    responses=error_responses(422, 502),
+    openapi_extra=request_body(ControlBody),
+)
 async def control(target_id: str, request: Request, targets: LiveTargetsDep, auth: AuthenticatorDep) -> ControlView:
     """Let live viewers also control the browser (``enabled: true``) or only watch it (the default)."""
     auth.require_viewer(request, None)  # no resource id: the view token does not grant control
@@ -106,13 +124,14 @@ async def control(target_id: str, request: Request, targets: LiveTargetsDep, aut
 
 @router.websocket("/{target_id}/websockify")
 async def websockify(websocket: WebSocket, target_id: str, targets: LiveTargetsDep, auth: AuthenticatorDep) -> None:
-    """VNC bytes, bridged to the slot's websockify. Close 1008 on bad credentials, 1011 with nothing to show."""
-    await websocket.accept(subprotocol=offered_subprotocol(websocket, "binary"))
+    """VNC bytes, bridged to the slot's websockify. Bad credentials: the handshake is refused (401/429);
+    nothing to show: accepted, then closed 1011."""
     try:
         auth.require_viewer(websocket, target_id)
     except (AuthFailed, AuthThrottled) as exc:
-        await close_quietly(websocket, CLOSE_POLICY, str(exc))
+        await deny_websocket(websocket, auth_refusal(exc))
         return
+    await websocket.accept(subprotocol=offered_subprotocol(websocket, "binary"))
     try:
         slot = _slot_of(await targets.resolve(target_id))
         await slot.ensure_vnc()
@@ -123,10 +142,11 @@ async def websockify(websocket: WebSocket, target_id: str, targets: LiveTargetsD
         logger.warning("Live view could not be started: %s", exc)
         await close_quietly(websocket, CLOSE_UNAVAILABLE, "The live view could not be started")
         return
-    await bridge(websocket, f"ws://127.0.0.1:{slot.novnc_port}/websockify", subprotocol="binary")
+    upstream = f"ws://127.0.0.1:{slot.novnc_port}/websockify"
+    await bridge(websocket, upstream, max_message=VNC_MAX_MESSAGE, subprotocol="binary")
 
 
-@router.get("/{target_id}/{asset:path}")
+@router.get("/{target_id}/{asset:path}", responses=_ASSET_RESPONSES)
 async def asset(
     target_id: str,
     asset: str,
@@ -152,6 +172,11 @@ async def asset(
     except httpx.HTTPError as exc:
         logger.warning("Live view asset %s could not be fetched: %s", asset, exc)
         raise HTTPException(502, "The live view could not be reached") from exc
+    if upstream.status_code == 404:
+        raise HTTPException(404, "Not found")
+    if upstream.status_code != 200:
+        logger.warning("Live view asset %s: the slot's websockify answered %d", asset, upstream.status_code)
+        raise HTTPException(502, "The live view gave an unexpected answer")
     headers = {name: upstream.headers[name] for name in _PASSED_HEADERS if name in upstream.headers}
     headers["Cache-Control"] = "private, max-age=300"
-    return Response(upstream.content, status_code=upstream.status_code, headers=headers)
+    return Response(upstream.content, headers=headers)

@@ -8,7 +8,9 @@ from fastapi import APIRouter, Query, Request, Response
 
 from openbrowse.api.body import parse_body
 from openbrowse.api.deps import ApiKey, ManagerDep
+from openbrowse.api.openapi_docs import error_responses, request_body
 from openbrowse.api.schemas import (
+    MAX_PAGE,
     CreateSessionBody,
     MessageListView,
     SessionListView,
@@ -21,7 +23,10 @@ from openbrowse.domain.ids import SessionId
 from openbrowse.domain.sessions import StopStrategy
 from openbrowse.sessions.requests import SessionCreate
 
-router = APIRouter(prefix="/sessions", tags=["sessions"], dependencies=[ApiKey])
+router = APIRouter(
+    prefix="/sessions", tags=["sessions"], dependencies=[ApiKey], responses=error_responses(401, 422, 429)
+)
+_UNKNOWN_ID = error_responses(404)
 
 _CREATE_BODY_DOC = {
     "requestBody": {"content": {"application/json": {"schema": CreateSessionBody.model_json_schema(by_alias=True)}}}
@@ -56,7 +61,13 @@ def to_session_create(body: CreateSessionBody) -> SessionCreate:
     )
 
 
-@router.post("", response_model=SessionView, response_model_by_alias=True, openapi_extra=_CREATE_BODY_DOC)
+@router.post(
+    "",
+    response_model=SessionView,
+    response_model_by_alias=True,
+    openapi_extra=_CREATE_BODY_DOC,
+    responses=_UNKNOWN_ID,
+)
 async def create_session(request: Request, manager: ManagerDep) -> SessionView:
     """Create a session (optionally dispatching a task), or send a follow-up with ``sessionId``."""
     body = await parse_body(request, CreateSessionBody)
@@ -67,7 +78,7 @@ async def create_session(request: Request, manager: ManagerDep) -> SessionView:
 @router.get("", response_model=SessionListView, response_model_by_alias=True)
 async def list_sessions(
     manager: ManagerDep,
-    page: Annotated[int, Query(ge=1)] = 1,
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
     page_size: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> SessionListView:
     records, total = await manager.page(page, page_size)
@@ -76,25 +87,33 @@ async def list_sessions(
     )
 
 
-@router.get("/{session_id}", response_model=SessionView, response_model_by_alias=True)
+@router.get("/{session_id}", response_model=SessionView, response_model_by_alias=True, responses=_UNKNOWN_ID)
 async def get_session(session_id: str, manager: ManagerDep) -> SessionView:
     return session_view(await manager.get(session_id))
 
 
-@router.post("/{session_id}/stop", response_model=SessionView, response_model_by_alias=True)
+@router.post(
+    "/{session_id}/stop",
+    response_model=SessionView,
+    response_model_by_alias=True,
+    responses=_UNKNOWN_ID,
+    openapi_extra=request_body(StopSessionBody, required=False),
+)
 async def stop_session(session_id: str, request: Request, manager: ManagerDep) -> SessionView:
     body = await parse_body(request, StopSessionBody)
     record = await manager.stop(SessionId(session_id), StopStrategy(body.strategy))
     return session_view(record)
 
 
-@router.delete("/{session_id}", status_code=204, response_class=Response)
+@router.delete("/{session_id}", status_code=204, response_class=Response, responses=_UNKNOWN_ID)
 async def delete_session(session_id: str, manager: ManagerDep) -> Response:
     await manager.delete(SessionId(session_id))
     return Response(status_code=204)
 
 
-@router.get("/{session_id}/messages", response_model=MessageListView, response_model_by_alias=True)
+@router.get(
+    "/{session_id}/messages", response_model=MessageListView, response_model_by_alias=True, responses=_UNKNOWN_ID
+)
 async def list_messages(
     session_id: str,
     manager: ManagerDep,
