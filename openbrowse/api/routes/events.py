@@ -10,12 +10,15 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from openbrowse.api.deps import ActivityBoardDep, ApiKey, ManagerDep, SettingsDep
 from openbrowse.api.event_schemas import server_sent
+from openbrowse.api.openapi_docs import error_responses
 from openbrowse.sessions.events import SessionEventStream
 
 SEND_TIMEOUT = 60.0
 """A client that has not taken an event for this long is gone (a stalled connection): the stream is dropped."""
 
-router = APIRouter(prefix="/sessions", tags=["sessions"], dependencies=[ApiKey])
+router = APIRouter(
+    prefix="/sessions", tags=["sessions"], dependencies=[ApiKey], responses=error_responses(401, 404, 422, 429)
+)
 
 
 async def _frames(stream: SessionEventStream) -> AsyncIterator[ServerSentEvent]:
