@@ -68,10 +68,13 @@ async def test_writes_cancelled_at_every_await_leave_no_transaction_open(db: Dat
 
 
 async def test_a_failed_write_rolls_back_and_frees_the_lock(db: Database) -> None:
-    with pytest.raises(RuntimeError):
+    async def doomed() -> None:
         async with db.transaction() as conn:
             await conn.execute("INSERT INTO notes (body) VALUES ('doomed')")
             raise RuntimeError("the caller failed half-way")
+
+    with pytest.raises(RuntimeError):
+        await doomed()
     await _write(db, "after")
     assert await _count(db, "doomed") == 0 and await _count(db, "after") == 2
 
