@@ -90,6 +90,11 @@ class SessionWorker:
             await asyncio.shield(asyncio.wait({task}))
         return True
 
+    @property
+    def awaiting_follow_up(self) -> bool:
+        """Parked (or about to park) with the door open for a warm follow-up."""
+        return self._wake is not None and not self._wake.done()
+
     def take_follow_up(self, task: str) -> bool:
         """Hand a warm follow-up to this keep-alive worker, in one step: True means it will run ``task``; False
         means it is closing (or never parked) and the caller must queue a cold run.

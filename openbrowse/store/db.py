@@ -126,13 +126,14 @@ class Database:
                 raise
 
     async def fetch_all(self, sql: str, params: tuple[object, ...] = ()) -> list[aiosqlite.Row]:
-        async with self.reader.execute(sql, params) as cursor:
-            return list(await cursor.fetchall())
+        # one call into the connection's thread that executes, fetches and closes the cursor: a reader cancelled
+        # half-way can never leave a statement open, which would pin the read connection to an old snapshot
+        rows = await self.reader.execute_fetchall(sql, params)
+        return list(rows)
 
     async def fetch_one(self, sql: str, params: tuple[object, ...] = ()) -> aiosqlite.Row | None:
-        async with self.reader.execute(sql, params) as cursor:
-            row: aiosqlite.Row | None = await cursor.fetchone()
-            return row
+        rows = await self.fetch_all(sql, params)
+        return rows[0] if rows else None
 
 
 async def _to_completion(work: Awaitable[T]) -> T:

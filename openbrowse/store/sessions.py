@@ -97,9 +97,8 @@ class SessionRepo:
         async with self._db.transaction() as conn:
             await conn.execute(f"INSERT INTO sessions ({columns}) VALUES ({marks})", values)
             if enqueue:
-                async with conn.execute("SELECT queue_seq FROM sessions WHERE id = ?", (record.id,)) as cursor:
-                    row = await cursor.fetchone()
-                record = record.evolve(queue_seq=int(row[0]) if row else None)
+                rows = list(await conn.execute_fetchall("SELECT queue_seq FROM sessions WHERE id = ?", (record.id,)))
+                record = record.evolve(queue_seq=int(rows[0][0]) if rows else None)
         return record
 
     async def get(self, session_id: str) -> SessionRecord:

@@ -8,6 +8,7 @@ can hit every stage of its life: queued, launching, mid-turn, finishing, parked,
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -26,17 +27,24 @@ async def _yield(times: int = YIELDS_PER_STAGE) -> None:
         await asyncio.sleep(0)
 
 
+_PARK_ORDER = itertools.count()
+
+
 class FakeLease:
     """Implements the worker's SlotLease: park/unpark bookkeeping, eviction through the release callback."""
 
-    def __init__(self, owner: str) -> None:
+    def __init__(self, owner: str, pool: FakePool) -> None:
         self.owner = owner
+        self._pool = pool
         self.parked = False
+        self.parked_at = 0
         self.evicting = False
         self._callback: Callable[[], Awaitable[None]] | None = None
 
     def park(self, release_callback: Callable[[], Awaitable[None]]) -> None:
         self.parked, self._callback = True, release_callback
+        self.parked_at = next(_PARK_ORDER)
+        self._pool.maybe_evict()
 
     def unpark(self) -> bool:
         if self.evicting:
@@ -54,23 +62,52 @@ class FakeLease:
 
 
 class FakePool:
-    """FIFO slots with a capacity; records who holds one so a test can prove nothing is left held."""
+    """FIFO slots with a capacity; a newcomer evicts the longest-parked holder, as the real pool does (spec
+    §7.3); records who holds a slot so a test can prove nothing is left held."""
 
     def __init__(self, capacity: int = 2) -> None:
         self._free = asyncio.Semaphore(capacity)
         self.leases: dict[str, FakeLease] = {}
+        self.evictions: set[asyncio.Task[None]] = set()
+        self._waiting = 0
 
     @asynccontextmanager
     async def _acquire(self, owner: str, on_wait: Callable[[int], Awaitable[None]] | None) -> AsyncIterator[FakeLease]:
-        if self._free.locked() and on_wait is not None:
-            await on_wait(0)
-        async with self._free:
+        self._waiting += 1
+        try:
+            if self._free.locked():
+                self.maybe_evict()
+                if on_wait is not None:
+                    await on_wait(0)
+            await self._free.acquire()
+        finally:
+            self._waiting -= 1
+        try:
             await _yield()
-            lease = self.leases[owner] = FakeLease(owner)
+            lease = self.leases[owner] = FakeLease(owner, self)
             try:
                 yield lease
             finally:
                 del self.leases[owner]
+        finally:
+            self._free.release()
+
+    def evict(self, owner: str) -> None:
+        """Begin evicting ``owner``'s slot if it is parked (what a newcomer would trigger)."""
+        lease = self.leases.get(owner)
+        if lease is not None and lease.parked and not lease.evicting:
+            self._track(lease.begin_eviction())
+
+    def _track(self, eviction: asyncio.Task[None]) -> None:
+        self.evictions.add(eviction)
+        eviction.add_done_callback(self.evictions.discard)
+
+    def maybe_evict(self) -> None:
+        if self._waiting <= len(self.evictions) or not self._free.locked():
+            return
+        parked = [lease for lease in self.leases.values() if lease.parked and not lease.evicting]
+        if parked:
+            self._track(min(parked, key=lambda lease: lease.parked_at).begin_eviction())
 
     def acquire(self, owner: str, on_wait: Callable[[int], Awaitable[None]] | None = None) -> Any:
         return self._acquire(owner, on_wait)
@@ -143,13 +180,12 @@ class Engines:
         return engine
 
 
-async def settle(manager: SessionManager, rounds: int = 200) -> None:
-    """Wait until no worker is left between stages (every run parked, resting or gone)."""
+async def settle(manager: SessionManager, rounds: int = 20000) -> None:
+    """Wait until every run is parked with nothing pending, or gone."""
     for _ in range(rounds):
-        workers = manager.workers()
-        if all(w.phase == "parked" for w in workers):
+        if all(w.phase == "parked" and w.awaiting_follow_up for w in manager.workers()):
             return
-        await asyncio.wait({w.task for w in workers if w.task is not None and w.phase != "parked"}, timeout=5)
+        await asyncio.sleep(0.001)
     raise AssertionError(f"workers never settled: {[(w.session_id, w.phase) for w in manager.workers()]}")
 
 

@@ -106,3 +106,16 @@ async def test_a_transaction_reads_its_own_writes(db: Database) -> None:
         async with conn.execute("SELECT COUNT(*) FROM notes WHERE body = 'mine'") as cursor:
             row = await cursor.fetchone()
         assert row is not None and row[0] == 1
+
+
+async def test_a_cancelled_read_never_pins_reads_to_an_old_snapshot(db: Database) -> None:
+    await _write(db, "seed", rows=5)
+    for turns in range(12):
+        reader = asyncio.create_task(db.fetch_one("SELECT body FROM notes ORDER BY id"))
+        for _ in range(turns):
+            await asyncio.sleep(0)
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader
+        await _write(db, f"fresh-{turns}", rows=1)
+        assert await _count(db, f"fresh-{turns}") == 1
