@@ -11,6 +11,7 @@ import asyncio
 import logging
 import shutil
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from types import TracebackType
 from typing import Any
 
@@ -20,6 +21,7 @@ from openbrowse.domain.feed import FeedEntry, Message
 from openbrowse.domain.ids import SessionId, new_session_id
 from openbrowse.domain.sessions import SessionRecord, SessionStatus, StopStrategy
 from openbrowse.errors import InvalidRequest, SessionNotFound
+from openbrowse.sessions.locks import KeyedLocks
 from openbrowse.sessions.requests import (
     SessionCreate,
     follow_up_ceiling,
@@ -32,9 +34,10 @@ from openbrowse.sessions.runtime import LiveSlot, WorkerRuntime
 from openbrowse.sessions.states import Trigger, transition
 from openbrowse.sessions.sweeper import EXPIRED_SUMMARY, Sweeper, is_stale_shell
 from openbrowse.sessions.worker import SessionWorker, StopReason
+from openbrowse.slots.process import run_shielded
 from openbrowse.store.feed import FeedRepo
 from openbrowse.store.profiles import ProfileRepo
-from openbrowse.store.sessions import SessionRepo
+from openbrowse.store.sessions import NEXT_IN_QUEUE, SessionRepo
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +62,7 @@ class SessionManager:
         self._runtime = runtime
         self._clock = clock
         self._workers: dict[SessionId, SessionWorker] = {}
-        self._locks: dict[SessionId, asyncio.Lock] = {}
+        self._locks = KeyedLocks()
         self._sweeper = Sweeper(self.expire_stale_shells)
         runtime.bind(self)
 
@@ -115,8 +118,12 @@ class SessionManager:
         return expired
 
     # -- status changes ----------------------------------------------------------------------------------------
-    def lock(self, session_id: SessionId) -> asyncio.Lock:
-        return self._locks.setdefault(session_id, asyncio.Lock())
+    def lock(self, session_id: SessionId) -> AbstractAsyncContextManager[None]:
+        """Serialises status changes of one session (``async with manager.lock(id):``)."""
+        return self._locks.hold(session_id)
+
+    def held_locks(self) -> int:
+        return len(self._locks)
 
     async def apply(self, session_id: SessionId, trigger: Trigger, **changes: Any) -> SessionRecord:
         """Move a session along the transition table and write ``changes`` with it, atomically per session."""
@@ -171,7 +178,6 @@ class SessionManager:
             title=task[:TITLE_LIMIT] if task else None,
             task=task,
             pending_task=task,
-            queue_seq=await self.sessions.next_queue_seq() if task else None,
             keep_alive=bool(request.keep_alive),
             output_schema=request.output_schema,
             sensitive_data=request.sensitive_data,
@@ -180,7 +186,7 @@ class SessionManager:
             max_cost_usd=budget,
             allowance_usd=budget,
         )
-        await self.sessions.insert(record)
+        record = await self.sessions.insert(record, enqueue=bool(task))
         if task:
             await self.feed.append(record.id, FeedEntry.user_message(task))
             self._spawn(record.id)
@@ -203,20 +209,21 @@ class SessionManager:
             changes, changed = await self._follow_up_changes(record, request)
             changes.update(task=task, title=record.title or task[:TITLE_LIMIT])
             worker = self._workers.get(session_id)
-            if worker is not None and worker.phase == "parked" and changed:
+            if worker is not None and changed:
                 worker.request_release(f"Browser released to apply new {', '.join(changed)}")
-            elif worker is not None and worker.phase == "parked" and worker.claim_for_follow_up():
-                record = await self.apply_locked(session_id, Trigger.WARM_FOLLOW_UP, pending_task=None, **changes)
-                await self.feed.append(session_id, FeedEntry.user_message(task))
-                worker.deliver(task)
-                return record
-            elif worker is not None and worker.phase != "closing":
-                # the run is between its turn's end and parking: it is still busy
-                raise InvalidRequest("Session is running, not idle")
-            changes.update(pending_task=task, queue_seq=await self.sessions.next_queue_seq())
+            elif worker is not None and worker.take_follow_up(task):
+                # the worker runs it once this lock is released; recording the hand-over must not be abandoned
+                return await run_shielded(self._record_warm_follow_up(session_id, task, changes))
+            # any worker left is closing its browser: the cold run starts after it (its predecessor)
+            changes.update(pending_task=task, queue_seq=NEXT_IN_QUEUE)
             record = await self.apply_locked(session_id, Trigger.DISPATCH, **changes)
             await self.feed.append(session_id, FeedEntry.user_message(task))
         self._spawn(session_id)
+        return record
+
+    async def _record_warm_follow_up(self, session_id: SessionId, task: str, changes: dict[str, Any]) -> SessionRecord:
+        record = await self.apply_locked(session_id, Trigger.WARM_FOLLOW_UP, pending_task=None, **changes)
+        await self.feed.append(session_id, FeedEntry.user_message(task))
         return record
 
     def _check_accepts_follow_up(self, record: SessionRecord) -> None:
@@ -298,7 +305,6 @@ class SessionManager:
         if worker is not None:
             await worker.stop(StopReason.DELETE)
         await self.sessions.delete(session_id)
-        self._locks.pop(session_id, None)
         folder = self._settings.sessions_dir / session_id
         await asyncio.to_thread(shutil.rmtree, folder, True)
 

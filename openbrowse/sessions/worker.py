@@ -23,9 +23,10 @@ from openbrowse.domain.runs import NOTHING_KEPT, TurnEnding, TurnOutcome
 from openbrowse.errors import OpenBrowseError, SessionNotFound
 from openbrowse.logs import session_id_var
 from openbrowse.sessions.pressure import host_pressure
-from openbrowse.sessions.states import Trigger
+from openbrowse.sessions.states import Trigger, can
 
 if TYPE_CHECKING:
+    from openbrowse.domain.sessions import SessionRecord
     from openbrowse.sessions.runtime import Engine, LiveSlot, SlotLease, WorkerRuntime
 
 logger = logging.getLogger(__name__)
@@ -61,9 +62,9 @@ class SessionWorker:
         self._stop_reason: StopReason | None = None
         self._engine: Engine | None = None
         self._lease: SlotLease | None = None
-        self._mailbox: asyncio.Queue[str] = asyncio.Queue()
-        self._release: asyncio.Future[Release] | None = None
-        self._claimed = False
+        # open from a keep-alive turn's end until the worker stops waiting; resolved exactly once, by a follow-up
+        # (the task to run) or by whatever ends the wait (a Release), so a hand-over cannot be half done
+        self._wake: asyncio.Future[str | Release] | None = None
 
     # -- control from the manager ------------------------------------------------------------------------------
     def start(self, on_done: Callable[[SessionWorker], None]) -> None:
@@ -89,25 +90,27 @@ class SessionWorker:
             await asyncio.shield(asyncio.wait({task}))
         return True
 
-    def claim_for_follow_up(self) -> bool:
-        """Reserve a parked worker for a warm follow-up; False if it is no longer able to take one.
+    @property
+    def awaiting_follow_up(self) -> bool:
+        """Parked (or about to park) with the door open for a warm follow-up."""
+        return self._wake is not None and not self._wake.done()
 
-        Unparking the lease here, synchronously, is what keeps the pool from evicting a claimed worker.
+    def take_follow_up(self, task: str) -> bool:
+        """Hand a warm follow-up to this keep-alive worker, in one step: True means it will run ``task``; False
+        means it is closing (or never parked) and the caller must queue a cold run.
+
+        Unparking the lease here, synchronously, is what keeps the pool from evicting a worker that took a task.
         """
-        if self.phase != "parked" or self._claimed or (self._release is not None and self._release.done()):
+        wake = self._wake
+        if wake is None or wake.done() or self._lease is None or not self._lease.unpark():
             return False
-        if self._lease is None or not self._lease.unpark():
-            return False
-        self._claimed = True
+        wake.set_result(task)
         return True
-
-    def deliver(self, task: str) -> None:
-        self._mailbox.put_nowait(task)
 
     def request_release(self, note: str, *, final_status: bool = False) -> None:
         """Ask a parked worker to close its browser (restart-field change, eviction, idle timeout)."""
-        if self._release is not None and not self._release.done():
-            self._release.set_result(Release(note, final_status))
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(Release(note, final_status))
 
     def live_slot(self) -> LiveSlot | None:
         if self.phase not in {"starting", "running", "parked"} or self._engine is None:
@@ -124,7 +127,10 @@ class SessionWorker:
         except asyncio.CancelledError:
             phase = self.phase
             self.phase = "closing"
+            self._end_wake(Release("Stopped"))
             await asyncio.shield(self._record_stop(phase))
+            if self._predecessor is not None:  # never leave the previous run's teardown unowned
+                await asyncio.shield(asyncio.wait({self._predecessor}))
             raise
         except SessionNotFound:
             logger.info("Session %s was deleted while its run was ending", self.session_id)
@@ -132,6 +138,7 @@ class SessionWorker:
             logger.exception("Run of session %s failed", self.session_id)
             await asyncio.shield(self._record_crash(exc))
         finally:
+            self._end_wake(Release("The run ended"))
             self.phase = "done"
 
     async def _run(self) -> None:
@@ -160,6 +167,7 @@ class SessionWorker:
                     task = next_task
             finally:
                 self.phase = "closing"
+                self._end_wake(Release("Closing"))
                 await asyncio.shield(self._close(engine))
 
     async def _launch(self, engine: Engine, lease: SlotLease, task: str) -> None:
@@ -255,37 +263,43 @@ class SessionWorker:
 
     async def _park(self, lease: SlotLease) -> str | None:
         """Wait parked for a follow-up; None when the browser must close instead."""
+        assert self._engine is not None
+        self._wake = wake = asyncio.get_running_loop().create_future()
+        await self._wait_parked(wake, lease, self._engine)
+        self._wake = None
+        woke = wake.result()
+        if isinstance(woke, str):
+            async with self._runtime.manager.lock(self.session_id):
+                pass  # the follow-up that handed this task over has recorded it
+            return woke
+        self.phase = "closing"
+        await self._record_release(woke)
+        return None
+
+    async def _wait_parked(self, wake: asyncio.Future[str | Release], lease: SlotLease, engine: Engine) -> None:
         loop = asyncio.get_running_loop()
-        self._release = loop.create_future()
-        self._claimed = False
         self.parked_since = loop.time()
         self.phase = "parked"
         lease.park(self._evict)
         timeout = self._runtime.settings.KEEP_ALIVE_IDLE_TIMEOUT or None
-        follow_up = asyncio.ensure_future(self._mailbox.get())
-        assert self._engine is not None
-        died = asyncio.ensure_future(self._engine.wait_died())
-        waiting: set[asyncio.Future[Any]] = {follow_up, self._release, died}
+        died = asyncio.ensure_future(engine.wait_died())
         try:
-            done, _ = await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            waiting: set[asyncio.Future[Any]] = {wake, died}
+            await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for child in (follow_up, died):
-                if not child.done():
-                    child.cancel()
+            if died.done() and not died.cancelled() and died.exception() is None:
+                self._end_wake(Release(f"Keep-alive browser closed: {died.result()}"))
+            else:
+                died.cancel()
+                minutes = max(1, round((timeout or 0) / 60))
+                self._end_wake(Release(f"Expired: no follow-up for {minutes} idle minute(s)"))
             lease.unpark()
             self.parked_since = None
-        if follow_up in done and not follow_up.cancelled():
-            return follow_up.result()
-        if self._release.done():
-            release = self._release.result()
-        elif died in done:
-            release = Release(f"Keep-alive browser closed: {died.result()}")
-        else:
-            minutes = max(1, round((timeout or 0) / 60))
-            release = Release(f"Expired: no follow-up for {minutes} idle minute(s)")
-        self.phase = "closing"
-        await self._record_release(release)
-        return None
+
+    def _end_wake(self, release: Release) -> None:
+        """Close the follow-up door with ``release`` unless a follow-up or an earlier release got there first."""
+        if self._wake is not None and not self._wake.done():
+            self._wake.set_result(release)
 
     async def _evict(self) -> None:
         self.request_release(
@@ -358,29 +372,42 @@ class SessionWorker:
             if reason is StopReason.SHUTDOWN:
                 await self._record_shutdown(phase)
             else:
-                await self._record_user_stop(phase, reason)
+                await self._record_user_stop(reason)
         except SessionNotFound:
             pass
         except Exception:
             logger.exception("Recording the stop of session %s failed", self.session_id)
 
-    async def _record_user_stop(self, phase: Phase, reason: StopReason) -> None:
+    async def _record_user_stop(self, reason: StopReason) -> None:
         trigger = Trigger.STOP_TASK if reason is StopReason.STOP_TASK else Trigger.STOP_SESSION
-        if phase == "parked":
+        record = await self._runtime.sessions.get(self.session_id)
+        if _turn_was_interrupted(record):
+            await self._record_interrupted_turn(trigger, "Stopped by request.")
+            return
+        # parked (or between a recorded turn end and parking): no turn was cut short, its answer stands
+        if record.keep_alive and record.status.value == "idle":
             await self._runtime.feed.append(
                 self.session_id, FeedEntry.system("keepAlive", "Keep-alive browser released: stopped by request")
             )
-            await self._runtime.manager.apply(self.session_id, trigger, live_url=None, browser_live=False)
-            return
-        await self._record_interrupted_turn(trigger, "Stopped by request.")
+        await self._record_resting(trigger)
 
     async def _record_shutdown(self, phase: Phase) -> None:
         if phase in {"waiting", "queued"}:
             return  # never started: re-queued at the next start-up
-        if phase == "parked":
-            await self._runtime.manager.apply(self.session_id, Trigger.GO_COLD, live_url=None, browser_live=False)
+        if _turn_was_interrupted(await self._runtime.sessions.get(self.session_id)):
+            await self._record_interrupted_turn(Trigger.STOP_SESSION, "Stopped: the server shut down.")
             return
-        await self._record_interrupted_turn(Trigger.STOP_SESSION, "Stopped: the server shut down.")
+        await self._record_resting(Trigger.GO_COLD)  # a parked session stays idle, cold (spec §6 transition 21)
+
+    async def _record_resting(self, trigger: Trigger) -> None:
+        """The browser is gone; move a resting session along ``trigger`` where the table allows it."""
+        manager = self._runtime.manager
+        async with manager.lock(self.session_id):
+            record = await self._runtime.sessions.get(self.session_id)
+            if can(record.status, trigger):
+                await manager.apply_locked(self.session_id, trigger, live_url=None, browser_live=False)
+            else:  # e.g. stop "session" of a session whose turn already ended stopped: idempotent
+                await self._runtime.sessions.update(self.session_id, live_url=None, browser_live=False)
 
     async def _record_interrupted_turn(self, trigger: Trigger, headline: str) -> None:
         """A turn cut short by a stop: keep what can be salvaged (spec §13.8) and say so in the feed."""
@@ -401,6 +428,11 @@ class SessionWorker:
             live_url=None,
             browser_live=False,
         )
+
+
+def _turn_was_interrupted(record: SessionRecord) -> bool:
+    """Whether the row still says a run is going on (a started, queued or handed-over turn)."""
+    return record.status.value in {"created", "running"}
 
 
 def _clip_output(output: object) -> str:

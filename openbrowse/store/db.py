@@ -1,18 +1,28 @@
-"""The SQLite database: one aiosqlite connection, WAL, foreign keys, ordered additive migrations."""
+"""The SQLite database: a writer and a read-only connection, WAL, foreign keys, ordered additive migrations.
+
+Writes are serialised on the writer under one lock. Reads go to a second, read-only connection: under WAL it sees
+only committed data, so no coroutine reads another one's half-done transaction, and reads never queue behind a
+write (serialising reads on the writer's lock would also do, but would deadlock a read made inside a transaction
+and make every poll wait for the slowest write).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+import sqlite3
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from importlib import resources
 from pathlib import Path
 from types import TracebackType
+from typing import TypeVar
 
 import aiosqlite
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 def _migration_scripts() -> list[tuple[int, str]]:
@@ -26,11 +36,12 @@ def _migration_scripts() -> list[tuple[int, str]]:
 
 
 class Database:
-    """Owns the connection. Writes go through :meth:`transaction`, which serialises them under one lock."""
+    """Owns both connections. Writes go through :meth:`transaction`, which serialises them under one lock."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._conn: aiosqlite.Connection | None = None
+        self._reader: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
 
     async def __aenter__(self) -> Database:
@@ -52,11 +63,17 @@ class Database:
         await conn.execute("PRAGMA synchronous=NORMAL")
         self._conn = conn
         await self._migrate()
+        reader = await aiosqlite.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
+        reader.row_factory = aiosqlite.Row
+        await reader.execute("PRAGMA busy_timeout=5000")
+        self._reader = reader
 
     async def aclose(self) -> None:
+        reader, self._reader = self._reader, None
         conn, self._conn = self._conn, None
-        if conn is not None:
-            await asyncio.shield(conn.close())
+        for connection in (reader, conn):  # the writer last: it checkpoints the WAL on close
+            if connection is not None:
+                await asyncio.shield(connection.close())
 
     @property
     def conn(self) -> aiosqlite.Connection:
@@ -74,23 +91,62 @@ class Database:
             logger.info("Applying database migration %04d", version)
             await self.conn.executescript(f"BEGIN;\n{script}\nPRAGMA user_version={version};\nCOMMIT;")
 
+    @property
+    def reader(self) -> aiosqlite.Connection:
+        if self._reader is None:
+            raise RuntimeError("database is not open")
+        return self._reader
+
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        """A write transaction. Commits on success, rolls back on any exception (cancellation included)."""
+        """A write transaction. Commits on success, rolls back on any exception (cancellation included).
+
+        BEGIN is inside the guarded region, and BEGIN, COMMIT and ROLLBACK each run to their end even when the
+        caller is cancelled meanwhile (the cancellation is re-raised afterwards), so the lock is only released
+        once the connection is out of its transaction. Reads inside the block must use the yielded connection
+        to see the block's own writes.
+        """
         async with self._write_lock:
-            await self.conn.execute("BEGIN IMMEDIATE")
             try:
+                await _to_completion(self._execute("BEGIN IMMEDIATE"))
                 yield self.conn
+                await _to_completion(self._execute("COMMIT"))
             except BaseException:
-                await asyncio.shield(self.conn.execute("ROLLBACK"))
+                await _to_completion(self._rollback())
                 raise
-            await asyncio.shield(self.conn.execute("COMMIT"))
+
+    async def _execute(self, sql: str) -> None:
+        await self.conn.execute(sql)
+
+    async def _rollback(self) -> None:
+        try:
+            await self.conn.execute("ROLLBACK")
+        except sqlite3.OperationalError as exc:
+            if "no transaction is active" not in str(exc):
+                raise
 
     async def fetch_all(self, sql: str, params: tuple[object, ...] = ()) -> list[aiosqlite.Row]:
-        async with self.conn.execute(sql, params) as cursor:
-            return list(await cursor.fetchall())
+        # one call into the connection's thread that executes, fetches and closes the cursor: a reader cancelled
+        # half-way can never leave a statement open, which would pin the read connection to an old snapshot
+        rows = await self.reader.execute_fetchall(sql, params)
+        return list(rows)
 
     async def fetch_one(self, sql: str, params: tuple[object, ...] = ()) -> aiosqlite.Row | None:
-        async with self.conn.execute(sql, params) as cursor:
-            row: aiosqlite.Row | None = await cursor.fetchone()
-            return row
+        rows = await self.fetch_all(sql, params)
+        return rows[0] if rows else None
+
+
+async def _to_completion(work: Awaitable[T]) -> T:
+    """Await ``work`` to its end even if the caller is cancelled meanwhile; then re-raise that cancellation."""
+    inner = asyncio.ensure_future(work)
+    cancelled = False
+    while not inner.done():
+        try:
+            await asyncio.wait({inner})
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        if not inner.cancelled():
+            inner.exception()  # retrieved: the cancellation wins, the rollback path cleans up
+        raise asyncio.CancelledError
+    return inner.result()

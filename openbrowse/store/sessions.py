@@ -23,6 +23,16 @@ _JSON_COLUMNS = {"output", "output_schema", "sensitive_data"}
 _BOOL_COLUMNS = {"keep_alive", "browser_live"}
 _DECIMAL_COLUMNS = {"max_cost_usd", "allowance_usd", "llm_cost_usd", "captcha_cost_usd"}
 _COLUMNS = [f.name for f in fields(SessionRecord)]
+_NEXT_QUEUE_SEQ_SQL = "(SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM sessions)"
+
+
+class _NextInQueue:
+    def __repr__(self) -> str:
+        return "NEXT_IN_QUEUE"
+
+
+NEXT_IN_QUEUE: Any = _NextInQueue()
+"""Pass as ``queue_seq`` to :meth:`SessionRepo.update`: the next place in the queue, drawn inside the write."""
 
 
 def _to_column(name: str, value: Any) -> Any:
@@ -87,12 +97,18 @@ class SessionRepo:
     def now(self) -> Any:
         return self._clock()
 
-    async def insert(self, record: SessionRecord) -> SessionRecord:
+    async def insert(self, record: SessionRecord, *, enqueue: bool = False) -> SessionRecord:
+        """Insert ``record``; with ``enqueue`` it takes the next queue place, drawn in the same transaction."""
         columns = ", ".join(_COLUMNS)
-        marks = ", ".join("?" for _ in _COLUMNS)
-        values = tuple(_to_column(name, getattr(record, name)) for name in _COLUMNS)
+        marks = ", ".join(_NEXT_QUEUE_SEQ_SQL if enqueue and name == "queue_seq" else "?" for name in _COLUMNS)
+        values = tuple(
+            _to_column(name, getattr(record, name)) for name in _COLUMNS if not (enqueue and name == "queue_seq")
+        )
         async with self._db.transaction() as conn:
             await conn.execute(f"INSERT INTO sessions ({columns}) VALUES ({marks})", values)
+            if enqueue:
+                rows = list(await conn.execute_fetchall("SELECT queue_seq FROM sessions WHERE id = ?", (record.id,)))
+                record = record.evolve(queue_seq=int(rows[0][0]) if rows else None)
         return record
 
     async def get(self, session_id: str) -> SessionRecord:
@@ -111,8 +127,11 @@ class SessionRepo:
         if unknown:
             raise ValueError(f"unknown session fields: {sorted(unknown)}")
         changes["updated_at"] = self._clock()
-        assignments = ", ".join(f"{name} = ?" for name in changes)
-        values = tuple(_to_column(name, value) for name, value in changes.items())
+        plain = {name: value for name, value in changes.items() if value is not NEXT_IN_QUEUE}
+        assignments = ", ".join(
+            f"{name} = ?" if name in plain else f"{name} = {_NEXT_QUEUE_SEQ_SQL}" for name in changes
+        )
+        values = tuple(_to_column(name, value) for name, value in plain.items())
         async with self._db.transaction() as conn:
             cursor = await conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*values, session_id))
             if cursor.rowcount == 0:
@@ -161,10 +180,6 @@ class SessionRepo:
             (str(SessionStatus.CREATED),),
         )
         return [_from_row(row) for row in rows]
-
-    async def next_queue_seq(self) -> int:
-        row = await self._db.fetch_one("SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM sessions")
-        return int(row[0]) if row else 1
 
     async def count_by_status(self) -> dict[str, int]:
         rows = await self._db.fetch_all("SELECT status, COUNT(*) FROM sessions GROUP BY status")

@@ -142,7 +142,9 @@ async def test_keep_alive_takes_a_warm_and_a_cold_follow_up(
     assert "FOLLOW-UP REQUEST: Remind me what you found." in replayed.text
     assert "The Green Gizmo costs 8.25 EUR." in replayed.text
     assert third["stepCount"] == 4
-    stop(agent_server, sid)
+    stopped = stop(agent_server, sid)
+    assert stopped["status"] == "stopped" and stopped["browserLive"] is False
+    assert stopped["output"] == "Earlier I found the Green Gizmo at 8.25 EUR." and stopped["isTaskSuccessful"] is True
 
 
 @pytest.mark.parametrize(("strategy", "status"), [("task", "idle"), ("session", "stopped")])
