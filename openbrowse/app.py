@@ -13,13 +13,14 @@ from fastapi.middleware.cors import CORSMiddleware
 from openbrowse import __version__
 from openbrowse.api.auth import Authenticator, view_token
 from openbrowse.api.errors import install_error_handlers
-from openbrowse.api.routes import browsers, health, live, sessions
+from openbrowse.api.routes import browsers, health, live, profiles, sessions
 from openbrowse.bootstrap import empty_temp_dir
 from openbrowse.config import Settings
 from openbrowse.domain.sessions import SessionRecord
 from openbrowse.errors import ConfigError, InvalidRequest
 from openbrowse.llm.catalog import resolve_model
 from openbrowse.llm.keys import missing_provider_key
+from openbrowse.profiles.service import ProfileService, prepare_directory
 from openbrowse.sessions.browsers import BrowserService
 from openbrowse.sessions.live import LiveTargets
 from openbrowse.sessions.manager import SessionManager
@@ -71,7 +72,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             stack.push_async_callback(asyncio.to_thread, empty_temp_dir, settings.data_dir)
             pool = await stack.enter_async_context(SlotPool(settings, base_index=settings.SLOT_BASE_INDEX))
             await asyncio.to_thread(empty_temp_dir, settings.data_dir)  # the pool's lock says the dir is ours
-            engines = await stack.enter_async_context(EngineLoader(settings, session_repo, feed_repo))
+            await asyncio.to_thread(prepare_directory, settings.profiles_dir)
+            profile_service = app.state.profiles = ProfileService(ProfileRepo(db), settings.profiles_dir)
+            engines = await stack.enter_async_context(
+                EngineLoader(settings, session_repo, feed_repo, profiles=profile_service)
+            )
             runtime = WorkerRuntime(
                 settings=settings,
                 sessions=session_repo,
@@ -86,9 +91,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.pool = pool
             raw_browsers = BrowserService(
                 BrowserRepo(db),
-                ProfileRepo(db),
+                profile_service,
                 pool,
                 live_url=lambda browser_id: live_url_for(settings, browser_id),
+                files_dir=settings.data_dir / "browsers",
             )
             app.state.browsers = await stack.enter_async_context(raw_browsers)
             app.state.live_targets = LiveTargets(manager, raw_browsers)
@@ -106,6 +112,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     v3.include_router(sessions.router)
     v3.include_router(browsers.router)
     v3.include_router(browsers.cdp_router)
+    v3.include_router(profiles.router)
     app.include_router(health.router)
     app.include_router(v3)
     app.include_router(live.router)

@@ -16,6 +16,7 @@ from openbrowse.config import Settings
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.runs import Salvage, TurnOutcome
 from openbrowse.domain.sessions import SessionRecord
+from openbrowse.profiles.service import ProfileService
 from openbrowse.store.feed import FeedRepo
 from openbrowse.store.sessions import SessionRepo
 
@@ -84,10 +85,13 @@ class EngineLoader:
     and imports them here in a worker thread right after start-up; a run that starts earlier waits for it.
     """
 
-    def __init__(self, settings: Settings, sessions: SessionRepo, feed: FeedRepo) -> None:
+    def __init__(
+        self, settings: Settings, sessions: SessionRepo, feed: FeedRepo, profiles: ProfileService | None = None
+    ) -> None:
         self._settings = settings
         self._sessions = sessions
         self._feed = feed
+        self._profiles = profiles
         self._loading: asyncio.Task[Any] | None = None
 
     async def __aenter__(self) -> EngineLoader:
@@ -102,7 +106,7 @@ class EngineLoader:
     async def make(self, record: SessionRecord) -> Engine:
         assert self._loading is not None, "EngineLoader was not entered"
         module = await asyncio.shield(self._loading)
-        engine: Engine = module.AgentEngine(self._settings, record, self._sessions, self._feed)
+        engine: Engine = module.AgentEngine(self._settings, record, self._sessions, self._feed, self._profiles)
         return engine
 
 
