@@ -7,6 +7,7 @@ login fixture site that stores a cookie, a localStorage and a sessionStorage val
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 from browser_use_sdk.v3 import AsyncBrowserUse
 
 from tests.e2e.agent_support import create, data_of, messages, token, wait_until_status
+from tests.e2e.browser_support import cdp_navigate
 from tests.fakes.llm_request import LLMRequest
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
@@ -124,3 +126,173 @@ async def test_a_login_persists_into_later_sessions_of_the_profile_only(
     anonymous = whoami(server, fake, login, None)
     assert anonymous["requestCookies"] == {} and anonymous["local"] == {} and anonymous["session"] == {}
     assert httpx.get(f"{server.v3}/profiles/{profile}", timeout=30).json()["lastUsedAt"] is not None
+
+
+def gated_login(login: LoginSite, query: str, gate: Gate) -> list[Any]:
+    return [navigate(f"{login.url}/{query}"), structured(done("Done."), gate=gate)]
+
+
+async def test_two_concurrent_sessions_on_one_profile_keep_both_logins(
+    server: ServerProcess, fake: FakeProvider, login: LoginSite
+) -> None:
+    profile = new_profile(server)
+    gate_a, gate_b = Gate(), Gate()
+    first = run_session(server, fake, gated_login(login, "set?cookie=a&value=va&local=la&session=sa", gate_a), profile)
+    second = run_session(server, fake, gated_login(login, "set?cookie=b&value=vb&local=lb&session=sb", gate_b), profile)
+    assert gate_a.wait_entered(120) and gate_b.wait_entered(120), "both sessions must hold the profile at once"
+    gate_a.open()
+    finish(server, first["id"])
+    gate_b.open()
+    finish(server, second["id"])
+    state = storage_state(server, profile)
+    assert jar_cookies(state) == {"a": "va", "b": "vb"}
+    assert jar_storage(state, "localStorage") == {"la": "va", "lb": "vb"}
+
+    seen = whoami(server, fake, login, profile)
+    assert seen["requestCookies"] == {"a": "va", "b": "vb"}
+    assert seen["local"] == {"la": "va", "lb": "vb"}
+    assert seen["session"] == {"sa": "va", "sb": "vb"}
+
+
+def import_state(server: ServerProcess, profile_id: str, state: dict[str, Any]) -> httpx.Response:
+    return httpx.put(f"{server.v3}/profiles/{profile_id}/storage-state", json=state, timeout=30)
+
+
+def cookie(name: str, value: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "value": value, "domain": "127.0.0.1", "path": "/", "expires": 4102444800, **extra}
+
+
+async def test_a_deletion_never_wipes_another_sessions_refresh(
+    server: ServerProcess, fake: FakeProvider, login: LoginSite
+) -> None:
+    profile = new_profile(server)
+    assert import_state(server, profile, {"cookies": [cookie("x", "old"), cookie("keep", "1")]}).status_code == 200
+    gate_delete, gate_refresh = Gate(), Gate()
+    deleter = run_session(server, fake, gated_login(login, "forget?cookie=x", gate_delete), profile)
+    refresher = run_session(server, fake, gated_login(login, "set?cookie=x&value=new", gate_refresh), profile)
+    assert gate_delete.wait_entered(120) and gate_refresh.wait_entered(120)
+    gate_refresh.open()
+    finish(server, refresher["id"])
+    assert jar_cookies(storage_state(server, profile)) == {"x": "new", "keep": "1"}
+    gate_delete.open()
+    finish(server, deleter["id"])
+    assert jar_cookies(storage_state(server, profile)) == {"x": "new", "keep": "1"}
+
+
+async def test_an_imported_cloud_export_is_used_by_a_session(
+    server: ServerProcess, fake: FakeProvider, login: LoginSite
+) -> None:
+    profile = f"cloud-export.{token('id')}"
+    export = {
+        "cookies": [
+            cookie("sid", "cloud-7", httpOnly=True, secure=False, sameSite="Lax"),
+            cookie("pref", "dark", expires=-1, httpOnly=False, secure=False, sameSite="no_restriction"),
+        ],
+        "origins": [{"origin": login.url, "localStorage": [{"name": "token", "value": "cloud-7"}]}],
+    }
+    response = import_state(server, profile, export)
+    assert response.status_code == 200, response.text
+    assert response.json()["id"] == profile and response.json()["cookieDomains"] == ["127.0.0.1"]
+    seen = whoami(server, fake, login, profile)
+    assert seen["requestCookies"] == {"sid": "cloud-7", "pref": "dark"}
+    assert "sid" not in seen["documentCookie"]  # httpOnly survived the import
+    assert seen["local"] == {"token": "cloud-7"}
+    again = import_state(server, profile, {"cookies": []})
+    assert again.status_code == 200
+    backup = server.home / "data" / "profiles" / f"{profile}.json.import-bak"
+    assert {c["name"] for c in json.loads(backup.read_text())["cookies"]} == {"sid", "pref"}
+    assert backup.stat().st_mode & 0o777 == 0o600
+
+
+async def test_a_profile_deleted_during_a_run_is_not_written(
+    server: ServerProcess, fake: FakeProvider, login: LoginSite
+) -> None:
+    profile = new_profile(server)
+    gate = Gate()
+    session = run_session(server, fake, gated_login(login, "set?cookie=late&value=v", gate), profile)
+    assert gate.wait_entered(120)
+    assert httpx.delete(f"{server.v3}/profiles/{profile}", timeout=30).status_code == 204
+    gate.open()
+    finish(server, session["id"])
+    notes = profile_notes(server, session["id"])
+    assert notes[-1] == f"Profile {profile} was deleted during the run; its changes were discarded.", notes
+    assert not (server.home / "data" / "profiles" / f"{profile}.json").exists()
+    assert httpx.get(f"{server.v3}/profiles/{profile}/storage-state", timeout=30).status_code == 404
+
+
+async def test_a_keep_alive_turn_saves_before_parking(
+    server: ServerProcess, fake: FakeProvider, login: LoginSite
+) -> None:
+    profile = new_profile(server)
+    session = run_session(
+        server, fake, [navigate(f"{login.url}/set?cookie=kept&value=k1&local=lk"), done("Ok.")], profile, keepAlive=True
+    )
+    parked = wait_until_status(server, session["id"], {"idle", "stopped", "error"}, timeout=180)
+    assert parked["status"] == "idle" and parked["browserLive"] is True
+    state = storage_state(server, profile)
+    assert jar_cookies(state) == {"kept": "k1"} and jar_storage(state, "localStorage") == {"lk": "k1"}
+    stopped = httpx.post(f"{server.v3}/sessions/{session['id']}/stop", timeout=60).json()
+    assert stopped["status"] == "stopped"
+    assert jar_cookies(storage_state(server, profile)) == {"kept": "k1"}
+
+
+async def test_profiles_crud_through_the_sdk(
+    server: ServerProcess, sdk: Callable[[ServerProcess], AsyncBrowserUse]
+) -> None:
+    client = sdk(server)
+    marker = token("crud")
+    created = await client.profiles.create(name=f"{marker}-billing", user_id="user-9")
+    assert created.name == f"{marker}-billing" and created.user_id == "user-9" and created.cookie_domains == []
+    listed = await client.profiles.list(query=marker.upper(), page_size=5)
+    assert [p.id for p in listed.items] == [created.id] and listed.total_items == 1 and listed.page_size == 5
+    updated = await client.profiles.update(created.id, name=f"{marker}-renamed")
+    assert updated.name == f"{marker}-renamed" and updated.user_id == "user-9"
+    assert (await client.profiles.get(created.id)).name == f"{marker}-renamed"
+    jar = Path(server.home / "data" / "profiles" / f"{created.id}.json")
+    assert jar.stat().st_mode & 0o777 == 0o600 and jar.parent.stat().st_mode & 0o777 == 0o700
+    await client.profiles.delete(created.id)
+    assert not jar.exists()
+    missing = httpx.get(f"{server.v3}/profiles/{created.id}", timeout=30)
+    assert missing.status_code == 404 and missing.json() == {"detail": "Profile not found"}
+    refused = httpx.post(f"{server.v3}/sessions", json={"task": "x", "profileId": str(created.id)}, timeout=30)
+    assert refused.status_code == 422 and refused.json() == {"detail": "Profile not found"}
+
+
+async def test_a_crashed_browser_leaves_the_profile_as_it_was(
+    server: ServerProcess, fake: FakeProvider, login: LoginSite
+) -> None:
+    profile = new_profile(server)
+    assert import_state(server, profile, {"cookies": [cookie("sid", "before")]}).status_code == 200
+    before = storage_state(server, profile)
+    gate = Gate()
+    session = run_session(server, fake, gated_login(login, "set?cookie=sid&value=after", gate), profile)
+    assert gate.wait_entered(120)
+    browsers = [
+        p for p in server.children() if p.name() == "chromium" and not any(a.startswith("--type=") for a in p.cmdline())
+    ]
+    assert len(browsers) == 1
+    browsers[0].send_signal(signal.SIGKILL)
+    ended = wait_until_status(server, session["id"], {"error", "stopped"}, timeout=120)
+    gate.open()
+    assert ended["status"] == "error"
+    notes = profile_notes(server, session["id"])
+    assert notes[-1].startswith(f"Profile {profile} not saved: the browser state could not be read"), notes
+    assert storage_state(server, profile) == before
+
+
+async def test_a_raw_browser_loads_and_saves_its_profile(server: ServerProcess, login: LoginSite) -> None:
+    profile = new_profile(server)
+    assert import_state(server, profile, {"cookies": [cookie("sid", "raw-1")]}).status_code == 200
+    with httpx.Client(base_url=server.base_url, timeout=120) as http:
+        created = http.post("/v3/browsers", json={"profileId": profile})
+        assert created.status_code == 201, created.text
+        browser = created.json()
+        tag = token("RAW")
+        cdp_navigate(browser["cdpUrl"], f"{login.url}/whoami?tag={tag}")
+        assert login.state.wait_report(tag)["requestCookies"] == {"sid": "raw-1"}
+        cdp_navigate(browser["cdpUrl"], f"{login.url}/set?cookie=sid&value=raw-2&local=lk")
+        assert http.patch(f"/v3/browsers/{browser['id']}", json={"action": "stop"}).status_code == 200
+        refused = http.post("/v3/browsers", json={"profileId": "no-such-profile"})
+        assert refused.status_code == 422 and refused.json() == {"detail": "Profile not found"}
+    state = storage_state(server, profile)
+    assert jar_cookies(state) == {"sid": "raw-2"} and jar_storage(state, "localStorage") == {"lk": "raw-2"}
