@@ -158,4 +158,7 @@ async def save_base(path: Path, jar: Jar) -> None:
 
 
 def prepare_directory(directory: Path) -> None:
+    """Create the private jar directory and drop temp files a killed writer left (the jars themselves are whole)."""
     ensure_private_dir(directory)
+    for leftover in directory.glob(".*.tmp"):
+        leftover.unlink(missing_ok=True)
