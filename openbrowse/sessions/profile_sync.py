@@ -60,7 +60,7 @@ class ProfileSync:
         try:
             await link.open()
             failures = await asyncio.wait_for(link.apply(base), LOAD_TIMEOUT)
-        except (CdpFailure, TimeoutError):
+        except Exception:  # a browser that cannot take the jar still runs, without it
             logger.warning("Loading profile %s into the browser failed", profile_id, exc_info=True)
             await notify(f"Profile {profile_id} could not be loaded into the browser completely.")
         except BaseException:
@@ -98,7 +98,7 @@ class ProfileSync:
             self._finished = final
             try:
                 ours = await asyncio.wait_for(self._export(read_closed_origins=final), EXPORT_TIMEOUT)
-            except (CdpFailure, TimeoutError):
+            except Exception:
                 logger.warning("Exporting the browser state for profile %s failed", self.profile_id, exc_info=True)
                 await self._notify(
                     f"Profile {self.profile_id} not saved: the browser state could not be read (the browser is gone)."

@@ -126,6 +126,7 @@ async def test_a_login_persists_into_later_sessions_of_the_profile_only(
     anonymous = whoami(server, fake, login, None)
     assert anonymous["requestCookies"] == {} and anonymous["local"] == {} and anonymous["session"] == {}
     assert httpx.get(f"{server.v3}/profiles/{profile}", timeout=30).json()["lastUsedAt"] is not None
+    assert "alice-1" not in server.log()
 
 
 def gated_login(login: LoginSite, query: str, gate: Gate) -> list[Any]:
@@ -296,3 +297,39 @@ async def test_a_raw_browser_loads_and_saves_its_profile(server: ServerProcess, 
         assert refused.status_code == 422 and refused.json() == {"detail": "Profile not found"}
     state = storage_state(server, profile)
     assert jar_cookies(state) == {"sid": "raw-2"} and jar_storage(state, "localStorage") == {"lk": "raw-2"}
+
+
+async def test_a_follow_up_that_changes_the_profile_releases_the_parked_browser(
+    server: ServerProcess, fake: FakeProvider, login: LoginSite
+) -> None:
+    first, second = new_profile(server, "one"), new_profile(server, "two")
+    assert import_state(server, first, {"cookies": [cookie("who", "one")]}).status_code == 200
+    assert import_state(server, second, {"cookies": [cookie("who", "two")]}).status_code == 200
+    marker, tag_one, tag_two = token("SWAP"), token("WHO"), token("WHO")
+    fake.script(
+        marker,
+        [
+            navigate(f"{login.url}/whoami?tag={tag_one}"),
+            done("One."),
+            navigate(f"{login.url}/whoami?tag={tag_two}"),
+            done("Two."),
+        ],
+        when=agent_steps,
+    )
+    session = create(server, task=f"{marker} Who am I?", keepAlive=True, profileId=first)
+    parked = wait_until_status(server, session["id"], {"idle", "stopped", "error"}, timeout=180)
+    assert parked["status"] == "idle" and parked["browserLive"] is True
+    assert login.state.wait_report(tag_one)["requestCookies"] == {"who": "one"}
+    follow = httpx.post(
+        f"{server.v3}/sessions",
+        json={"sessionId": session["id"], "task": f"{marker} And now?", "profileId": second},
+        timeout=60,
+    )
+    assert follow.status_code == 200, follow.text
+    finished = wait_until_status(server, session["id"], {"idle", "stopped", "error"}, timeout=180)
+    assert finished["status"] == "idle" and finished["profileId"] == second
+    assert login.state.wait_report(tag_two)["requestCookies"] == {"who": "two"}
+    summaries = [m["summary"] for m in messages(server, session["id"])]
+    assert "Browser released to apply new profile" in summaries
+    httpx.post(f"{server.v3}/sessions/{session['id']}/stop", timeout=60)
+    assert jar_cookies(storage_state(server, first)) == {"who": "one"}
