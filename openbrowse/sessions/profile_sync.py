@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from openbrowse.errors import ProfileNotFound
-from openbrowse.profiles.jar import Jar, origin_name, storage_items
+from openbrowse.profiles.jar import Jar, empty_jar, origin_name, storage_items
+from openbrowse.profiles.merge import three_way_merge
 from openbrowse.profiles.service import ProfileService, save_base
 from openbrowse.sessions.profile_cdp import CdpFailure, CdpLink, StorageRead, web_origin
 
@@ -42,6 +44,7 @@ class ProfileSync:
         self._base: Jar = {"cookies": [], "origins": []}
         self._lock = asyncio.Lock()
         self._finished = False
+        self._load_incomplete = False
 
     @classmethod
     async def start(
@@ -62,6 +65,7 @@ class ProfileSync:
             failures = await asyncio.wait_for(link.apply(base), LOAD_TIMEOUT)
         except Exception:  # a browser that cannot take the jar still runs, without it
             logger.warning("Loading profile %s into the browser failed", profile_id, exc_info=True)
+            sync._load_incomplete = True
             await notify(f"Profile {profile_id} could not be loaded into the browser completely.")
         except BaseException:
             await asyncio.shield(link.close())
@@ -71,6 +75,7 @@ class ProfileSync:
             note = f"Profile {profile_id} loaded: {cookies} cookie(s), storage of {origins} origin(s)."
             if failures:
                 note += f" {failures} item(s) could not be set."
+                sync._load_incomplete = True
             await notify(note)
         for origin in base["origins"]:
             if name := web_origin(origin_name(origin) or ""):
@@ -130,7 +135,10 @@ class ProfileSync:
                 await self._link.read_local_storage(self._link.visited | {o for o in base_origins if o}, read)
             except CdpFailure:
                 logger.info("Reading closed origins for profile %s failed", self.profile_id, exc_info=True)
-        return {"cookies": cookies, "origins": _origins(read, self._base)}
+        ours: Jar = {"cookies": cookies, "origins": _origins(read, self._base)}
+        if self._load_incomplete:  # what never reached the browser must not look deleted by this run
+            ours = three_way_merge(empty_jar(), ours, self._base, now=time.time())
+        return ours
 
 
 def _origins(read: StorageRead, base: Jar) -> list[dict[str, object]]:
