@@ -135,13 +135,13 @@ class ProfileSync:
                 await self._link.read_local_storage(self._link.visited | {o for o in base_origins if o}, read)
             except CdpFailure:
                 logger.info("Reading closed origins for profile %s failed", self.profile_id, exc_info=True)
-        ours: Jar = {"cookies": cookies, "origins": _origins(read, self._base)}
+        ours: Jar = {"cookies": cookies, "origins": export_origins(read, self._base)}
         if self._load_incomplete:  # what never reached the browser must not look deleted by this run
             ours = three_way_merge(empty_jar(), ours, self._base, now=time.time())
         return ours
 
 
-def _origins(read: StorageRead, base: Jar) -> list[dict[str, object]]:
+def export_origins(read: StorageRead, base: Jar) -> list[dict[str, object]]:
     """Read storage as jar origins; an origin or kind the export did not see keeps the base's entries."""
     base_items: dict[str, dict[str, dict[str, str]]] = {}
     for origin in base["origins"]:

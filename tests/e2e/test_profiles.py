@@ -24,7 +24,7 @@ from tests.fakes.llm_server import FakeProvider
 from tests.fakes.login_site import LoginSite
 from tests.support.server import ServerProcess
 
-pytestmark = [pytest.mark.e2e, pytest.mark.display]
+pytestmark = [pytest.mark.e2e, pytest.mark.display, pytest.mark.timeout(420)]
 
 
 def agent_steps(request: LLMRequest) -> bool:
