@@ -333,3 +333,33 @@ async def test_a_follow_up_that_changes_the_profile_releases_the_parked_browser(
     assert "Browser released to apply new profile" in summaries
     httpx.post(f"{server.v3}/sessions/{session['id']}/stop", timeout=60)
     assert jar_cookies(storage_state(server, first)) == {"who": "one"}
+
+
+async def test_profile_api_answers_bad_requests_with_one_sentence(server: ServerProcess) -> None:
+    with httpx.Client(base_url=server.v3, timeout=30) as http:
+        marker = token("edge")
+        created = http.post("/profiles", json={"name": marker, "userId": "u1"}).json()
+        put = http.put(f"/profiles/{created['id']}", json={"name": None, "userId": "u2"})
+        assert put.status_code == 200 and put.json()["name"] == marker and put.json()["userId"] == "u2"
+        assert http.post("/profiles", content=b"").status_code == 201  # a missing body is {}
+        for bad_id in ("a..b", "a%20b", "..."):
+            refused = http.put(f"/profiles/{bad_id}/storage-state", json={"cookies": []})
+            assert refused.status_code == 400 and isinstance(refused.json()["detail"], str), bad_id
+        for payload in ([1], {"cookies": "x"}, {"unrelated": True}, None):
+            refused = http.put(f"/profiles/{marker}/storage-state", json=payload)
+            assert refused.status_code == 400 and isinstance(refused.json()["detail"], str), payload
+        assert http.put(f"/profiles/{marker}/storage-state", content=b"{nope").status_code == 400
+        assert http.get(f"/profiles/{marker}").status_code == 404  # nothing was created by the refused imports
+        listed = http.get("/profiles", params={"pageNumber": 1, "pageSize": 1, "query": marker}).json()
+        assert listed["totalItems"] == 1 and listed["pageSize"] == 1 and listed["pageNumber"] == 1
+        assert http.get("/profiles", params={"page": 2, "page_size": 1, "query": marker}).json()["items"] == []
+        assert http.get("/profiles", params={"page_size": 101}).status_code == 422
+        assert http.get("/profiles", params={"query": "x" * 201}).status_code == 422
+        for method, path in (
+            ("GET", "/profiles/nope/storage-state"),
+            ("PATCH", "/profiles/nope"),
+            ("DELETE", "/profiles/nope"),
+            ("GET", "/profiles/nope"),
+        ):
+            missing = http.request(method, path, json={})
+            assert missing.status_code == 404 and missing.json() == {"detail": "Profile not found"}, (method, path)
