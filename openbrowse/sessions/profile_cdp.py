@@ -173,12 +173,17 @@ class CdpLink:
         try:
             await self.call("Fetch.enable", {"patterns": _DOCUMENTS}, session)
             for origin in origins:
-                if not await self._write_origin(session, origin):
-                    failures += 1
-            await self.call("Fetch.disable", {}, session)
-            await self.call("Page.navigate", {"url": "about:blank"}, session)
+                try:
+                    written = await self._write_origin(session, origin)
+                except CdpFailure:
+                    written = False
+                failures += 0 if written else 1
         finally:
-            await self._detach(session)
+            try:  # the agent's tab must never keep answering its documents with blank pages
+                await self.call("Fetch.disable", {}, session)
+                await self.call("Page.navigate", {"url": "about:blank"}, session)
+            finally:
+                await self._detach(session)
         return failures
 
     async def _set_cookies(self, cookies: list[Cookie]) -> int:

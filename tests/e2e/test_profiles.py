@@ -363,3 +363,19 @@ async def test_profile_api_answers_bad_requests_with_one_sentence(server: Server
         ):
             missing = http.request(method, path, json={})
             assert missing.status_code == 404 and missing.json() == {"detail": "Profile not found"}, (method, path)
+
+
+async def test_a_graceful_shutdown_merges_a_running_sessions_profile(
+    start_server: Callable[..., ServerProcess], fake: FakeProvider, login: LoginSite
+) -> None:
+    own = start_server(**fake.env(), OPENAI_API_STYLE="responses", MAX_CONCURRENT_SESSIONS=1)
+    profile = new_profile(own)
+    gate = Gate()
+    run_session(own, fake, gated_login(login, "set?cookie=late&value=at-shutdown&local=lk", gate), profile)
+    try:
+        assert gate.wait_entered(120)
+        own.stop()
+    finally:
+        gate.open()
+    jar = json.loads((own.home / "data" / "profiles" / f"{profile}.json").read_text())
+    assert jar_cookies(jar) == {"late": "at-shutdown"} and jar_storage(jar, "localStorage") == {"lk": "at-shutdown"}
