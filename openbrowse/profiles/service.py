@@ -133,10 +133,10 @@ class ProfileService:
             await self._rows.update(profile_id, last_used_at=self._clock())
         return jar
 
-    async def merge_back(self, profile_id: str, base: Jar, ours: Jar) -> tuple[Jar, MergeReport]:
+    async def merge_back(self, profile_id: str, base: Jar, ours: Jar) -> MergeReport:
         """Merge a run's state into the jar on disk (three ways, atomically). ProfileNotFound if it was deleted.
 
-        Returns the merged jar (the run's next base) and counts for the feed. Callers shield this call.
+        Returns counts for the feed. Callers shield this call.
         """
         async with self.lock(profile_id):
             if await self._rows.find(profile_id) is None:
@@ -145,7 +145,7 @@ class ProfileService:
             merged = three_way_merge(base, ours, theirs if theirs is not None else empty_jar(), now=time.time())
             await asyncio.to_thread(self._files.write, profile_id, merged)
             await self._rows.update(profile_id, cookie_domains=cookie_domains(merged))
-        return merged, MergeReport(cookies=len(merged["cookies"]), origins=len(merged["origins"]))
+        return MergeReport(cookies=len(merged["cookies"]), origins=len(merged["origins"]))
 
 
 def read_base(path: Path) -> Jar:

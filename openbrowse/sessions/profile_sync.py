@@ -21,8 +21,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from openbrowse.errors import ProfileNotFound
-from openbrowse.profiles.jar import Jar, empty_jar, origin_name, storage_items
-from openbrowse.profiles.merge import three_way_merge
+from openbrowse.profiles.jar import Cookie, Jar, empty_jar, origin_name, storage_items
+from openbrowse.profiles.merge import CookieKey, cookie_key, three_way_merge
 from openbrowse.profiles.service import ProfileService, save_base
 from openbrowse.sessions.profile_cdp import CdpFailure, CdpLink, StorageRead, web_origin
 
@@ -45,6 +45,7 @@ class ProfileSync:
         self._lock = asyncio.Lock()
         self._finished = False
         self._load_incomplete = False
+        self._echo: dict[CookieKey, tuple[Cookie, Cookie]] = {}
 
     @classmethod
     async def start(
@@ -63,6 +64,7 @@ class ProfileSync:
         try:
             await link.open()
             failures = await asyncio.wait_for(link.apply(base), LOAD_TIMEOUT)
+            sync._remember_echo(await link.cookies())
         except Exception:  # a browser that cannot take the jar still runs, without it
             logger.warning("Loading profile %s into the browser failed", profile_id, exc_info=True)
             sync._load_incomplete = True
@@ -110,7 +112,7 @@ class ProfileSync:
                 )
                 return
             try:
-                merged, report = await self._profiles.merge_back(self.profile_id, self._base, ours)
+                report = await self._profiles.merge_back(self.profile_id, self._base, ours)
             except ProfileNotFound:
                 await self._notify(f"Profile {self.profile_id} was deleted during the run; its changes were discarded.")
                 return
@@ -118,16 +120,28 @@ class ProfileSync:
                 logger.exception("Merging into profile %s failed; the profile is unchanged", self.profile_id)
                 await self._notify(f"Profile {self.profile_id} not saved: writing the profile failed.")
                 return
-            self._base = merged
+            # The next base is what this browser held, not ``merged``: a value another run won with never
+            # reached this browser, and comparing against it would make the next merge revert it.
+            self._base = ours
             if not final:
-                await save_base(self._base_path, merged)
+                await save_base(self._base_path, ours)
             await self._notify(
                 f"Profile {self.profile_id} saved: {report.cookies} cookie(s), storage of {report.origins} origin(s)."
             )
 
+    def _remember_echo(self, loaded: list[Cookie]) -> None:
+        """How the browser echoes each base cookie right after the load (Chromium caps expiry at 400 days and
+        adds priority and source fields): an exported cookie equal to its echo is the base cookie, unchanged."""
+        base = {cookie_key(cookie): cookie for cookie in self._base["cookies"]}
+        self._echo = {key: (cookie, base[key]) for cookie in loaded if (key := cookie_key(cookie)) in base}
+
+    def _unecho(self, cookie: Cookie) -> Cookie:
+        echo = self._echo.get(cookie_key(cookie))
+        return echo[1] if echo is not None and echo[0] == cookie else cookie
+
     async def _export(self, *, read_closed_origins: bool) -> Jar:
         """The browser's state as a jar. Storage the export cannot see is reported as the base has it."""
-        cookies = await self._link.cookies()
+        cookies = [self._unecho(cookie) for cookie in await self._link.cookies()]
         read = await self._link.read_open_frames()
         base_origins = {web_origin(origin_name(o) or "") for o in self._base["origins"]} - {None}
         if read_closed_origins:

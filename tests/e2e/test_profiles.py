@@ -379,3 +379,53 @@ async def test_a_graceful_shutdown_merges_a_running_sessions_profile(
         gate.open()
     jar = json.loads((own.home / "data" / "profiles" / f"{profile}.json").read_text())
     assert jar_cookies(jar) == {"late": "at-shutdown"} and jar_storage(jar, "localStorage") == {"lk": "at-shutdown"}
+
+
+async def test_a_login_this_session_never_touched_is_never_reverted(
+    server: ServerProcess, fake: FakeProvider, login: LoginSite
+) -> None:
+    profile = new_profile(server)
+    # Chromium caps a cookie's expiry at 400 days and adds fields of its own: still not a change by this session
+    assert import_state(server, profile, {"cookies": [cookie("x", "old", expires=4102444800)]}).status_code == 200
+    gate_other, gate_refresh = Gate(), Gate()
+    other = run_session(server, fake, gated_login(login, "set?cookie=u&value=mine", gate_other), profile)
+    refresher = run_session(server, fake, gated_login(login, "set?cookie=x&value=new", gate_refresh), profile)
+    assert gate_other.wait_entered(120) and gate_refresh.wait_entered(120)
+    gate_refresh.open()
+    finish(server, refresher["id"])
+    gate_other.open()
+    finish(server, other["id"])
+    assert jar_cookies(storage_state(server, profile)) == {"x": "new", "u": "mine"}
+
+
+async def test_a_keep_alive_deletion_stays_beaten_by_a_refresh_across_turns(
+    server: ServerProcess, fake: FakeProvider, login: LoginSite
+) -> None:
+    profile = new_profile(server)
+    assert import_state(server, profile, {"cookies": [cookie("x", "old")]}).status_code == 200
+    marker, gate_keep, gate_refresh, tag = token("KEEPDEL"), Gate(), Gate(), token("WHO")
+    fake.script(
+        marker,
+        [
+            navigate(f"{login.url}/forget?cookie=x"),
+            structured(done("Forgot."), gate=gate_keep),
+            navigate(f"{login.url}/whoami?tag={tag}"),
+            done("Looked again."),
+        ],
+        when=agent_steps,
+    )
+    keeper = create(server, task=f"{marker} Forget x.", keepAlive=True, profileId=profile)
+    refresher = run_session(server, fake, gated_login(login, "set?cookie=x&value=new", gate_refresh), profile)
+    assert gate_keep.wait_entered(120) and gate_refresh.wait_entered(120)
+    gate_refresh.open()
+    finish(server, refresher["id"])
+    gate_keep.open()
+    assert wait_until_status(server, keeper["id"], {"idle", "stopped", "error"}, timeout=180)["status"] == "idle"
+    assert jar_cookies(storage_state(server, profile)) == {"x": "new"}
+    follow = httpx.post(f"{server.v3}/sessions", json={"sessionId": keeper["id"], "task": "Look again."}, timeout=60)
+    assert follow.status_code == 200, follow.text
+    assert "x" not in login.state.wait_report(tag)["requestCookies"]  # this browser still has no x
+    assert wait_until_status(server, keeper["id"], {"idle", "stopped", "error"}, timeout=180)["status"] == "idle"
+    assert jar_cookies(storage_state(server, profile)) == {"x": "new"}
+    httpx.post(f"{server.v3}/sessions/{keeper['id']}/stop", timeout=60)
+    assert jar_cookies(storage_state(server, profile)) == {"x": "new"}

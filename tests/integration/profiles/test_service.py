@@ -76,7 +76,8 @@ async def test_snapshot_and_merge_back(service: ProfileService, tmp_path: Path) 
     assert json.loads(base_path.read_text()) == base and base_path.stat().st_mode & 0o777 == 0o600
     assert (await service.get("p")).last_used_at is not None
     await service.import_state("p", {"cookies": [ck("sid", "1"), ck("other", "x")]})  # a concurrent change
-    merged, report = await service.merge_back("p", base, {"cookies": [ck("sid", "2")], "origins": []})
+    report = await service.merge_back("p", base, {"cookies": [ck("sid", "2")], "origins": []})
+    merged = await service.export_state("p")
     assert {c["name"]: c["value"] for c in merged["cookies"]} == {"sid": "2", "other": "x"}
     assert report.cookies == 2
     await service.delete("p")
