@@ -73,7 +73,8 @@ class ProfileRepo:
         return record
 
     async def page(self, page: int, page_size: int, query: str | None) -> tuple[list[ProfileRecord], int]:
-        where, params = "", ()  # type: tuple[str, tuple[object, ...]]
+        where = ""
+        params: tuple[object, ...] = ()
         if query:
             where = (
                 "WHERE lower(coalesce(name, '')) LIKE ? ESCAPE '\\' OR lower(coalesce(user_id, '')) LIKE ? ESCAPE '\\'"
