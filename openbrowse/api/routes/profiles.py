@@ -44,16 +44,17 @@ async def get_profile(profile_id: str, profiles: ProfilesDep) -> ProfileView:
     return profile_view(await profiles.get(profile_id))
 
 
-@router.api_route(
-    "/{profile_id}",
-    methods=["PATCH", "PUT"],
-    response_model=ProfileView,
-    response_model_by_alias=True,
-    openapi_extra=_BODY_DOC,
-)
+@router.patch("/{profile_id}", response_model=ProfileView, response_model_by_alias=True, openapi_extra=_BODY_DOC)
 async def update_profile(profile_id: str, request: Request, profiles: ProfilesDep) -> ProfileView:
+    """Apply the non-null fields of ``{"name", "userId"}``; ``null`` never clears."""
     body = await parse_body(request, ProfileBody)
     return profile_view(await profiles.update(profile_id, name=body.name, user_id=body.user_id))
+
+
+@router.put("/{profile_id}", response_model=ProfileView, response_model_by_alias=True, openapi_extra=_BODY_DOC)
+async def replace_profile(profile_id: str, request: Request, profiles: ProfilesDep) -> ProfileView:
+    """Identical to PATCH (spec §4.9)."""
+    return await update_profile(profile_id, request, profiles)
 
 
 @router.delete("/{profile_id}", status_code=204, response_class=Response)
