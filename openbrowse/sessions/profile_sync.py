@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 
 Notify = Callable[[str], Awaitable[None]]
 EXPORT_TIMEOUT = 90.0
+CLOSED_ORIGINS_TIMEOUT = 45.0
 LOAD_TIMEOUT = 90.0
 BASE_FILE = "profile_base.json"
 
@@ -145,9 +146,12 @@ class ProfileSync:
         read = await self._link.read_open_frames()
         base_origins = {web_origin(origin_name(o) or "") for o in self._base["origins"]} - {None}
         if read_closed_origins:
-            try:
-                await self._link.read_local_storage(self._link.visited | {o for o in base_origins if o}, read)
-            except CdpFailure:
+            try:  # best effort: an origin left unread counts as unchanged
+                await asyncio.wait_for(
+                    self._link.read_local_storage(self._link.visited | {o for o in base_origins if o}, read),
+                    CLOSED_ORIGINS_TIMEOUT,
+                )
+            except (CdpFailure, TimeoutError):
                 logger.info("Reading closed origins for profile %s failed", self.profile_id, exc_info=True)
         ours: Jar = {"cookies": cookies, "origins": export_origins(read, self._base)}
         if self._load_incomplete:  # what never reached the browser must not look deleted by this run
