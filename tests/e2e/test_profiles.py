@@ -429,3 +429,24 @@ async def test_a_keep_alive_deletion_stays_beaten_by_a_refresh_across_turns(
     assert jar_cookies(storage_state(server, profile)) == {"x": "new"}
     httpx.post(f"{server.v3}/sessions/{keeper['id']}/stop", timeout=60)
     assert jar_cookies(storage_state(server, profile)) == {"x": "new"}
+
+
+async def test_storage_of_an_origin_the_session_left_is_saved(
+    server: ServerProcess, fake: FakeProvider, login: LoginSite
+) -> None:
+    profile = new_profile(server)
+    elsewhere = login.url.replace("127.0.0.1", "localhost")  # another origin on the same fixture server
+    session = run_session(
+        server,
+        fake,
+        [
+            navigate(f"{login.url}/set?cookie=c&value=left&local=lk"),
+            navigate(f"{elsewhere}/whoami?tag={token('AWAY')}"),
+            done("Moved on."),
+        ],
+        profile,
+    )
+    finish(server, session["id"])
+    state = storage_state(server, profile)
+    assert {o["origin"]: [e["name"] for e in o["localStorage"]] for o in state["origins"]} == {login.url: ["lk"]}
+    assert jar_cookies(state) == {"c": "left"}
