@@ -16,13 +16,14 @@ from openbrowse.api.dashboard import install_dashboard
 from openbrowse.api.errors import install_error_handlers
 from openbrowse.api.openapi_docs import GUARDED, finish_openapi
 from openbrowse.api.origin_guard import BrowserGuard, OriginPolicy
-from openbrowse.api.routes import browsers, events, health, live, sessions
+from openbrowse.api.routes import browsers, events, health, live, profiles, sessions
 from openbrowse.bootstrap import empty_temp_dir, prepare_process_environment
 from openbrowse.config import Settings
 from openbrowse.domain.sessions import SessionRecord
 from openbrowse.errors import ConfigError, InvalidRequest
 from openbrowse.llm.catalog import EFFORTS, MODELS, resolve_model
 from openbrowse.llm.keys import missing_provider_key
+from openbrowse.profiles.service import ProfileService, prepare_directory
 from openbrowse.sessions.activity import ActivityBoard
 from openbrowse.sessions.browsers import BrowserService
 from openbrowse.sessions.live import LiveTargets
@@ -79,7 +80,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             stack.push_async_callback(asyncio.to_thread, empty_temp_dir, settings.data_dir)
             pool = await stack.enter_async_context(SlotPool(settings, base_index=settings.SLOT_BASE_INDEX))
             await asyncio.to_thread(empty_temp_dir, settings.data_dir)  # the pool's lock says the dir is ours
-            engines = await stack.enter_async_context(EngineLoader(settings, session_repo, feed_repo, activity))
+            await asyncio.to_thread(prepare_directory, settings.profiles_dir)
+            profile_service = app.state.profiles = ProfileService(ProfileRepo(db), settings.profiles_dir)
+            engines = await stack.enter_async_context(
+                EngineLoader(settings, session_repo, feed_repo, activity, profiles=profile_service)
+            )
             runtime = WorkerRuntime(
                 settings=settings,
                 sessions=session_repo,
@@ -94,9 +99,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.pool = pool
             raw_browsers = BrowserService(
                 BrowserRepo(db),
-                ProfileRepo(db),
+                profile_service,
                 pool,
                 live_url=lambda browser_id: live_url_for(settings, browser_id),
+                files_dir=settings.data_dir / "browsers",
             )
             app.state.browsers = await stack.enter_async_context(raw_browsers)
             app.state.live_targets = LiveTargets(manager, raw_browsers)
@@ -124,6 +130,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     v3.include_router(events.router)
     v3.include_router(browsers.router)
     v3.include_router(browsers.cdp_router)
+    v3.include_router(profiles.router)
     app.include_router(health.router, responses=GUARDED)
     app.include_router(v3, responses=GUARDED)
     app.include_router(live.router, responses=GUARDED)

@@ -13,6 +13,7 @@ from starlette.requests import HTTPConnection
 
 from openbrowse.api.auth import Authenticator
 from openbrowse.config import Settings
+from openbrowse.profiles.service import ProfileService
 from openbrowse.sessions.activity import ActivityBoard
 from openbrowse.sessions.browsers import BrowserService
 from openbrowse.sessions.live import LiveTargets
@@ -48,6 +49,11 @@ def get_live_targets(conn: HTTPConnection) -> LiveTargets:
     return targets
 
 
+def get_profiles(conn: HTTPConnection) -> ProfileService:
+    profiles: ProfileService = conn.app.state.profiles
+    return profiles
+
+
 def get_loopback_http(conn: HTTPConnection) -> httpx.AsyncClient:
     """The HTTP client for loopback upstreams (noVNC assets, Chromium's ``/json/version``)."""
     client: httpx.AsyncClient = conn.app.state.loopback_http
@@ -65,5 +71,6 @@ AuthenticatorDep = Annotated[Authenticator, Depends(get_authenticator)]
 ApiKey = Depends(require_api_key)
 BrowsersDep = Annotated[BrowserService, Depends(get_browsers)]
 LiveTargetsDep = Annotated[LiveTargets, Depends(get_live_targets)]
+ProfilesDep = Annotated[ProfileService, Depends(get_profiles)]
 LoopbackHttpDep = Annotated[httpx.AsyncClient, Depends(get_loopback_http)]
 ActivityBoardDep = Annotated[ActivityBoard, Depends(get_activity_board)]

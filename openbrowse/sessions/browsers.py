@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 from types import TracebackType
 from typing import Protocol
 
@@ -33,11 +35,12 @@ from openbrowse.domain.browsers import (
 from openbrowse.domain.clock import Clock, utc_now
 from openbrowse.domain.ids import BrowserId, new_browser_id
 from openbrowse.errors import BrowserUnavailable, InvalidRequest
+from openbrowse.profiles.service import ProfileService
+from openbrowse.sessions.profile_sync import ProfileSync
 from openbrowse.sessions.runtime import LiveSlot
 from openbrowse.slots.layout import SCREEN_HEIGHT, SCREEN_WIDTH
 from openbrowse.slots.process import run_shielded
 from openbrowse.store.browsers import BrowserRepo
-from openbrowse.store.profiles import ProfileRepo
 
 __all__ = ["BrowserRequest", "BrowserService", "CdpEndpoint"]
 
@@ -103,6 +106,7 @@ class _Running:
         self.task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
         self.reason = BrowserStopReason.REQUESTED
+        self.profile: ProfileSync | None = None
 
     def request_stop(self, reason: BrowserStopReason) -> None:
         """Ask the browser to end. Before it is up there is nothing to wait for: the start is cancelled."""
@@ -122,16 +126,18 @@ class BrowserService:
     def __init__(
         self,
         browsers: BrowserRepo,
-        profiles: ProfileRepo,
+        profiles: ProfileService,
         pool: LeaseProvider,
         live_url: Callable[[str], str],
         clock: Clock = utc_now,
+        files_dir: Path | None = None,
     ) -> None:
         self._repo = browsers
         self._profiles = profiles
         self._pool = pool
         self._live_url = live_url
         self._clock = clock
+        self._files_dir = files_dir
         self._running: dict[BrowserId, _Running] = {}
         self._closed = False
 
@@ -231,6 +237,7 @@ class BrowserService:
         try:
             lease = await self._pool.lease(f"browser {browser.id}")
             slot = await lease.start_browser(vnc=False, window_size=browser.request.window_size)
+            browser.profile = await self._load_profile(browser, slot)
             record = await self._insert(browser)
             browser.slot = slot
             browser.ready.set_result(record)
@@ -248,6 +255,16 @@ class BrowserService:
         finally:
             browser.slot = None
             await run_shielded(self._finish(browser, lease, record))
+
+    async def _load_profile(self, browser: _Running, slot: BrowserSlot) -> ProfileSync | None:
+        profile_id = browser.request.profile_id
+        if profile_id is None or self._files_dir is None:
+            return None
+
+        async def note(text: str) -> None:
+            logger.info("Raw browser %s: %s", browser.id, text)
+
+        return await ProfileSync.start(self._profiles, profile_id, self._files_dir / browser.id, slot.cdp_ws_url, note)
 
     async def _insert(self, browser: _Running) -> BrowserRecord:
         request = browser.request
@@ -286,6 +303,11 @@ class BrowserService:
 
     async def _finish(self, browser: _Running, lease: BrowserLease | None, record: BrowserRecord | None) -> None:
         try:
+            profile, browser.profile = browser.profile, None
+            if profile is not None:
+                await profile.finish()  # before the slot's Chromium stops
+                assert self._files_dir is not None
+                await asyncio.to_thread(shutil.rmtree, self._files_dir / browser.id, True)
             if lease is not None:
                 await lease.release()
         finally:

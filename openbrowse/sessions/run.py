@@ -31,6 +31,8 @@ from openbrowse.llm.catalog import preflight_effort, resolve_model
 from openbrowse.llm.costs import CallUsage, CostLedger
 from openbrowse.llm.factory import build_chat_model
 from openbrowse.llm.metering import MeteredChatModel
+from openbrowse.profiles.service import ProfileService
+from openbrowse.sessions.profile_sync import ProfileSync
 from openbrowse.store.feed import FeedRepo
 from openbrowse.store.sessions import SessionRepo
 
@@ -54,6 +56,7 @@ class AgentEngine:
         feed: FeedRepo,
         *,
         activity: ActivityReporter = NO_ACTIVITY,
+        profiles: ProfileService | None = None,
     ) -> None:
         self._settings = settings
         self._activity = activity
@@ -84,6 +87,8 @@ class AgentEngine:
         self._goal: asyncio.Task[str] | None = None
         self._previous_task: str | None = None
         self._turns = 0
+        self._profiles = profiles
+        self._profile: ProfileSync | None = None
 
     # -- costs -------------------------------------------------------------------------------------------------
     def _on_usage(self, call: CallUsage) -> None:
@@ -124,6 +129,10 @@ class AgentEngine:
         self._goal = asyncio.create_task(self._preflight(task), name=f"preflight-{self._record.id}")
         try:
             self._slot = await lease.start_browser()
+            if self._record.profile_id and self._profiles is not None:
+                self._profile = await ProfileSync.start(
+                    self._profiles, self._record.profile_id, self._files, self._slot.cdp_ws_url, self._profile_note
+                )
             with temp_dir_inside(self._files):
                 self._browser = BrowserSession(
                     cdp_url=self._slot.cdp_url,
@@ -178,10 +187,16 @@ class AgentEngine:
         self._turns += 1
         self._previous_task = task
         try:
-            return await self._runner.run_turn(task, goal=goal, preamble=preamble)
+            outcome = await self._runner.run_turn(task, goal=goal, preamble=preamble)
         finally:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._save_costs())
+        if self._profile is not None and (await self._sessions.get(self._record.id)).keep_alive:
+            await self._profile.checkpoint()  # a parked browser's logins are saved without waiting for release
+        return outcome
+
+    async def _profile_note(self, text: str) -> None:
+        await self._feed.append(self._record.id, FeedEntry.system("profile", text))
 
     async def _preflight(self, task: str, prompt: str | None = None) -> str:
         return await goal_sentence(self._preflight_llm, task, prompt)
@@ -213,6 +228,9 @@ class AgentEngine:
     async def close(self) -> None:
         self._activity.finish()
         await self._cancel_goal()
+        profile, self._profile = self._profile, None
+        if profile is not None:
+            await profile.finish()  # while CDP is still live
         browser, self._browser = self._browser, None
         if browser is not None:
             with contextlib.suppress(Exception):

@@ -16,6 +16,7 @@ from openbrowse.config import Settings
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.runs import Salvage, TurnOutcome
 from openbrowse.domain.sessions import SessionRecord
+from openbrowse.profiles.service import ProfileService
 from openbrowse.sessions.activity import ActivityBoard
 from openbrowse.store.feed import FeedRepo
 from openbrowse.store.sessions import SessionRepo
@@ -86,12 +87,18 @@ class EngineLoader:
     """
 
     def __init__(
-        self, settings: Settings, sessions: SessionRepo, feed: FeedRepo, activity: ActivityBoard | None = None
+        self,
+        settings: Settings,
+        sessions: SessionRepo,
+        feed: FeedRepo,
+        activity: ActivityBoard | None = None,
+        profiles: ProfileService | None = None,
     ) -> None:
         self._settings = settings
         self._sessions = sessions
         self._feed = feed
         self._activity = activity or ActivityBoard()
+        self._profiles = profiles
         self._loading: asyncio.Task[Any] | None = None
 
     async def __aenter__(self) -> EngineLoader:
@@ -107,7 +114,12 @@ class EngineLoader:
         assert self._loading is not None, "EngineLoader was not entered"
         module = await asyncio.shield(self._loading)
         engine: Engine = module.AgentEngine(
-            self._settings, record, self._sessions, self._feed, activity=self._activity.reporter(record.id)
+            self._settings,
+            record,
+            self._sessions,
+            self._feed,
+            activity=self._activity.reporter(record.id),
+            profiles=self._profiles,
         )
         return engine
 
