@@ -11,7 +11,7 @@ import json
 import logging
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,6 +21,7 @@ from browser_use.llm.base import BaseChatModel
 
 from openbrowse.agent.budget import TurnSpend, over_budget
 from openbrowse.agent.chat import AgentCallLog, AgentChatModel
+from openbrowse.agent.netpolicy import NetworkRules
 from openbrowse.agent.outcome import (
     clip_output,
     completed,
@@ -33,7 +34,8 @@ from openbrowse.agent.preflight import collapse
 from openbrowse.agent.prompts import MAX_ACTIONS_PER_STEP, output_format_block, system_prompt
 from openbrowse.agent.steps import failed_step_entry, step_entry
 from openbrowse.agent.timeouts import TIMEOUTS
-from openbrowse.agent.tools.clipboard import Clipboard, register_clipboard
+from openbrowse.agent.tools import ToolContext, register_tools
+from openbrowse.agent.tools.clipboard import Clipboard, capture_start_url
 from openbrowse.domain.failures import Failure, FailureKind
 from openbrowse.domain.feed import EventCategory, FeedEntry, FeedSink, MessageType
 from openbrowse.domain.ids import SessionId
@@ -74,6 +76,7 @@ class RunSpec:
     sensitive_data: dict[str, str] | None = None
     system_prompt_extension: str | None = None
     captcha_solver: bool = False
+    network: NetworkRules = field(default_factory=NetworkRules)
 
 
 class BudgetExceeded(Exception):
@@ -163,7 +166,17 @@ class AgentRunner:
 
     def _build_agent(self, text: str) -> Agent[Any, Any]:
         tools: Tools[Any] = Tools()
-        register_clipboard(tools, self._clipboard)
+        register_tools(
+            tools,
+            ToolContext(
+                session_id=self._spec.session_id,
+                files_dir=self._spec.files_dir,
+                clipboard=self._clipboard,
+                sink=self._sink,
+                network=self._spec.network,
+                captcha_solver=self._spec.captcha_solver,
+            ),
+        )
         start_url = self._clipboard.get("startUrl")
         prompt = system_prompt(
             extension=self._spec.system_prompt_extension,
@@ -201,6 +214,7 @@ class AgentRunner:
 
     async def _on_step_end(self, agent: Agent[Any, Any]) -> None:
         summary = await self._record_step(agent)
+        await self._capture_start_url()
         await self._callbacks.step_finished(summary)
         total = self._callbacks.total_cost()
         self._spend.record_step(total)
@@ -251,6 +265,17 @@ class AgentRunner:
                     f"{params.get('key')} = {params.get('value')}",
                     key=params.get("key"),
                 )
+
+    async def _capture_start_url(self) -> None:
+        """A task without a URL gets ``startUrl`` from the first real page the agent reached (spec §11.5)."""
+        if self._clipboard.get("startUrl") is not None:
+            return
+        try:
+            url = await self._browser.get_current_page_url()
+        except Exception:
+            return
+        if capture_start_url(self._clipboard, url):
+            await self._event(EventCategory.MEMORY, "startUrl", f"startUrl: {url}")
 
     def _raise_if_provider_gave_up(self) -> None:
         """End the turn early on a persistent provider fault or replies that stay unusable.

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 from browser_use import BrowserSession
 
+from openbrowse.agent.nav_guard import NavigationGuard
+from openbrowse.agent.netpolicy import NetworkRules
 from openbrowse.agent.preflight import follow_up_prompt, goal_sentence
 from openbrowse.agent.replay import replay_preamble
 from openbrowse.agent.runner import AgentRunner, RunSpec, temp_dir_inside
@@ -69,6 +71,8 @@ class AgentEngine:
             label="preflight",
         )
         self._slot: Slot | None = None
+        self._network = NetworkRules.from_settings(settings.NETWORK_POLICY, settings.NETWORK_ALLOWED_HOSTS)
+        self._nav_guard: NavigationGuard | None = None
         self._browser: BrowserSession | None = None
         self._runner: AgentRunner | None = None
         self._goal: asyncio.Task[str] | None = None
@@ -113,6 +117,8 @@ class AgentEngine:
         self._goal = asyncio.create_task(self._preflight(task), name=f"preflight-{self._record.id}")
         try:
             self._slot = await lease.start_browser()
+            if self._network.guards_navigation:
+                self._nav_guard = await NavigationGuard.start(self._slot.cdp_url, self._network)
             with temp_dir_inside(self._files):
                 self._browser = BrowserSession(
                     cdp_url=self._slot.cdp_url,
@@ -130,6 +136,7 @@ class AgentEngine:
                     sensitive_data=self._record.sensitive_data,
                     system_prompt_extension=self._record.system_prompt_extension,
                     captcha_solver=bool(self._settings.CAPSOLVER_API_KEY),
+                    network=self._network,
                 ),
                 self._browser,
                 self._agent_llm,
@@ -203,6 +210,9 @@ class AgentEngine:
         if browser is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(browser.kill(), timeout=10)
+        nav_guard, self._nav_guard = self._nav_guard, None
+        if nav_guard is not None:
+            await nav_guard.aclose()
         await asyncio.to_thread(_remove_scratch, self._files)
 
     async def _cancel_goal(self) -> None:

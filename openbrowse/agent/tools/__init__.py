@@ -1,0 +1,22 @@
+"""The agent's own tools (spec §11), one per module; :func:`register_tools` is the only place they are wired."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from openbrowse.agent.guard import Guard, install_guard
+from openbrowse.agent.tools.clipboard import register_clipboard
+from openbrowse.agent.tools.context import ToolContext
+from openbrowse.agent.tools.http_fetch import register_http_fetch
+
+if TYPE_CHECKING:
+    from browser_use import Tools
+
+__all__ = ["ToolContext", "register_tools"]
+
+
+def register_tools(tools: Tools[Any], ctx: ToolContext) -> Guard:
+    """Register every added tool on ``tools``, then install the guard layer last so it wraps them all."""
+    register_clipboard(tools, ctx.clipboard)
+    register_http_fetch(tools, ctx)
+    return install_guard(tools, ctx.files_dir)

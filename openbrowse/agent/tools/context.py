@@ -1,0 +1,25 @@
+"""What every added tool receives: the session's file area, network rules, clipboard and feed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openbrowse.agent.netpolicy import NetworkRules
+from openbrowse.agent.tools.clipboard import Clipboard
+from openbrowse.domain.feed import EventCategory, FeedEntry, FeedSink
+from openbrowse.domain.ids import SessionId
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    session_id: SessionId
+    files_dir: Path
+    clipboard: Clipboard
+    sink: FeedSink
+    network: NetworkRules = field(default_factory=NetworkRules)
+    captcha_solver: bool = False
+
+    async def event(self, category: EventCategory, action: str, summary: str, **data: Any) -> None:
+        await self.sink.append(self.session_id, FeedEntry.event(category, action, summary, **data))
