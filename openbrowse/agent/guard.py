@@ -139,9 +139,10 @@ class Guard:
                     if note:
                         result.error = f"{result.error} {note}"
                 elif result.extracted_content:
-                    result.extracted_content = self.filter_output(
-                        action, result.extracted_content, kwargs.get("file_system")
-                    )
+                    original = result.extracted_content
+                    result.extracted_content = self.filter_output(action, original, kwargs.get("file_system"))
+                    if result.long_term_memory == original:
+                        result.long_term_memory = result.extracted_content
             return result
 
         return guarded

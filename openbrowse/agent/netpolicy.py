@@ -252,21 +252,19 @@ class NetworkRules:
         return False
 
     def refusal(self, target: Target, addresses: Iterable[IPAddress]) -> str | None:
-        """Why this target may not be reached at these addresses, or None."""
+        """Why this target may not be reached at these addresses (one short sentence), or None."""
         if target.host in METADATA_HOSTS or target.host.endswith(".metadata.google.internal"):
-            return f"{target.host} is a cloud metadata host, which the agent may never reach."
+            return f"{target.host} is a cloud metadata host (never allowed)."
         host_allowed = self._host_allowed(target.host)
         for address in addresses:
+            where = str(address) if str(address) == target.host else f"{target.host} -> {address}"
             reason = metadata_reason(address)
             if reason:
-                return f"{target.host} resolves to {address}, {reason}, which the agent may never reach."
+                return f"{where} is {reason} (never allowed)."
             if self.policy == "public-only" and not host_allowed and not self._address_allowed(address):
                 reason = non_public_reason(address)
                 if reason:
-                    return (
-                        f"{target.host} resolves to {address}, {reason}; NETWORK_POLICY=public-only refuses it "
-                        "(NETWORK_ALLOWED_HOSTS can allow it)."
-                    )
+                    return f"{where} is {reason} (NETWORK_POLICY=public-only)."
         return None
 
     async def check(self, url: str) -> tuple[Target, list[IPAddress]]:

@@ -11,9 +11,12 @@ import itertools
 from dataclasses import dataclass, field
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from tests.support.asgi_thread import ThreadedServer
 
@@ -38,6 +41,22 @@ class ShopState:
     orders: list[dict[str, str]] = field(default_factory=list)
     submissions: list[dict[str, str]] = field(default_factory=list)
     order_numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1001))
+    hits: list[tuple[str, str]] = field(default_factory=list)
+    """(Host header, path) of every request the shop served."""
+
+    def hosts_of(self, path: str) -> list[str]:
+        return [host for host, hit in self.hits if hit == path]
+
+
+BIG_PAGE_ROWS = 50000
+
+
+def big_page() -> HTMLResponse:
+    """About 3 MB of HTML: a catalogue dump that must be capped and saved to a file, never shown whole."""
+    rows = "".join(
+        f"<tr><td>Part {n}</td><td>SKU-{n:06d}</td><td>{n % 97}.50 EUR</td></tr>" for n in range(BIG_PAGE_ROWS)
+    )
+    return page("Parts catalogue (full dump)", f"<table>{rows}</table>")
 
 
 def shop_app(state: ShopState, panel_url: str) -> Starlette:
@@ -130,6 +149,21 @@ def shop_app(state: ShopState, panel_url: str) -> Starlette:
             f'<iframe src="{panel_url}/panel" width="900" height="400" title="jobs panel"></iframe>',
         )
 
+    async def big(request: Request) -> Response:
+        return big_page()
+
+    async def prices(request: Request) -> Response:
+        return JSONResponse({key: {"name": name, "price": price} for key, (name, price) in PRODUCTS.items()})
+
+    async def with_pixel(request: Request) -> Response:
+        pixel = request.query_params.get("src", "")
+        return page(
+            "Pixel page", f'<p>A page with an image from elsewhere.</p><img src="{html.escape(pixel)}" alt="p">'
+        )
+
+    async def pixel(request: Request) -> Response:
+        return Response(b"GIF89a", media_type="image/gif")
+
     async def colour(request: Request) -> Response:
         return HTMLResponse(
             "<!doctype html><html><head><title>Colour</title></head>"
@@ -148,8 +182,23 @@ def shop_app(state: ShopState, panel_url: str) -> Starlette:
             Route("/form", contact_sent, methods=["POST"]),
             Route("/jobs", with_panel),
             Route("/colour", colour),
-        ]
+            Route("/big", big),
+            Route("/prices.json", prices),
+            Route("/with-pixel", with_pixel),
+            Route("/pixel.gif", pixel),
+        ],
+        middleware=[Middleware(HitLog, state=state)],
     )
+
+
+class HitLog(BaseHTTPMiddleware):
+    def __init__(self, app: ASGIApp, state: ShopState) -> None:
+        super().__init__(app)
+        self._state = state
+
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        self._state.hits.append((request.headers.get("host", ""), request.url.path))
+        return await call_next(request)
 
 
 def panel_app() -> Starlette:
@@ -175,6 +224,10 @@ class FixtureSites:
     @property
     def url(self) -> str:
         return self._shop.url
+
+    @property
+    def port(self) -> int:
+        return self._shop.port
 
     @property
     def panel_url(self) -> str:

@@ -83,7 +83,7 @@ async def run_http_fetch(ctx: ToolContext, params: HttpFetchParams, file_system:
             timeout=FETCH_TIMEOUT,
         )
     except (NetworkRefused, FetchFailed) as exc:
-        raise RuntimeError(f"http_fetch {params.url[:200]}: {exc}") from exc
+        raise RuntimeError(str(exc)) from exc
     extension = extension_for(response)
     name = file_name_for(response.url, extension)
     text = response.text() if is_text(response) else None
@@ -104,12 +104,6 @@ async def run_http_fetch(ctx: ToolContext, params: HttpFetchParams, file_system:
 
 
 def register_http_fetch(tools: Tools[Any], ctx: ToolContext) -> None:
-    @tools.action(
-        "Make one server-side HTTP request (no browser); the response body is saved to a file and returned "
-        "inline when short. Use it for JSON/XML/feeds or files the page links to, not to call a site's backend "
-        "API in place of reading its pages.",
-        param_model=HttpFetchParams,
-    )
     async def http_fetch(params: HttpFetchParams, file_system: FileSystem) -> ActionResult:
         reply = await run_http_fetch(ctx, params, file_system)
         return ActionResult(
@@ -117,3 +111,11 @@ def register_http_fetch(tools: Tools[Any], ctx: ToolContext) -> None:
             long_term_memory=f"http_fetch {params.url[:200]}",
             include_extracted_content_only_once=True,
         )
+
+    http_fetch.__annotations__["file_system"] = FileSystem  # browser-use compares the injected type, not a string
+    tools.action(
+        "Make one server-side HTTP request (no browser); the response body is saved to a file and returned "
+        "inline when short. Use it for JSON/XML/feeds or files the page links to, not to call a site's backend "
+        "API in place of reading its pages.",
+        param_model=HttpFetchParams,
+    )(http_fetch)

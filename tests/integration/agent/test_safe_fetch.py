@@ -63,7 +63,7 @@ async def test_redirects_are_followed_and_each_hop_is_rechecked(server: Threaded
     assert '"cookie":null' in response.text()
 
     holes = NetworkRules.from_settings("public-only", "localhost")
-    with pytest.raises(NetworkRefused, match=r"127\.0\.0\.1, a loopback address"):
+    with pytest.raises(NetworkRefused, match=r": 127\.0\.0\.1 is a loopback address"):
         await fetch(holes, cross)
     to_metadata = f"http://127.0.0.1:{server.port}/redirect?to=http://169.254.169.254/latest/meta-data/"
     with pytest.raises(NetworkRefused, match="link-local"):
@@ -73,7 +73,7 @@ async def test_redirects_are_followed_and_each_hop_is_rechecked(server: Threaded
 
 
 async def test_refusals_and_failures_are_quick_and_clear(server: ThreadedServer) -> None:
-    with pytest.raises(NetworkRefused, match="public-only refuses it"):
+    with pytest.raises(NetworkRefused, match=r"127\.0\.0\.1 is a loopback address \(NETWORK_POLICY=public-only\)"):
         await fetch(NetworkRules("public-only"), f"http://0x7f.1:{server.port}/echo")
     with pytest.raises(FetchFailed, match="Could not connect"):
         await fetch(NetworkRules("open"), "http://127.0.0.1:9/")

@@ -108,7 +108,7 @@ async def test_the_ssrf_corpus_is_refused_under_public_only(url: str) -> None:
 
 @pytest.mark.parametrize("url", METADATA)
 async def test_metadata_and_link_local_are_refused_even_when_open(url: str) -> None:
-    with pytest.raises(NetworkRefused, match="may never reach"):
+    with pytest.raises(NetworkRefused, match=r"\(never allowed\)"):
         await OPEN.check(url)
 
 
@@ -143,9 +143,9 @@ async def test_allowed_hosts_punch_holes_in_public_only_but_never_in_metadata() 
     with pytest.raises(NetworkRefused, match="loopback"):
         await rules.check("http://127.0.0.1/")
     wide = NetworkRules.from_settings("public-only", "*,169.254.0.0/16")
-    with pytest.raises(NetworkRefused, match="may never reach"):
+    with pytest.raises(NetworkRefused, match=r"\(never allowed\)"):
         await wide.check("http://169.254.169.254/")
-    with pytest.raises(NetworkRefused, match="metadata host"):
+    with pytest.raises(NetworkRefused, match="cloud metadata host"):
         await wide.check("http://metadata.google.internal/")
 
 
@@ -154,7 +154,7 @@ def test_every_resolved_address_is_checked() -> None:
     public, private = ipaddress.ip_address("93.184.216.34"), ipaddress.ip_address("10.0.0.5")
     assert PUBLIC_ONLY.refusal(target, [public]) is None
     reason = PUBLIC_ONLY.refusal(target, [public, private])
-    assert reason is not None and "10.0.0.5" in reason and "private" in reason
+    assert reason == "rebind.example -> 10.0.0.5 is a private address (NETWORK_POLICY=public-only)."
 
 
 def spellings(address: ipaddress.IPv4Address) -> list[str]:

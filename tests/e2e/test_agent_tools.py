@@ -1,0 +1,129 @@
+"""The agent's own tools through real runs: http_fetch, the guard layer and the network policy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import StartServer
+from tests.e2e.agent_support import create, data_of, messages, token, wait_until_status
+from tests.fakes.llm_request import LLMRequest
+from tests.fakes.llm_script import agent_step, done, navigate
+from tests.fakes.llm_server import FakeProvider
+from tests.fakes.site import FixtureSites
+from tests.support.server import ServerProcess
+
+pytestmark = [pytest.mark.e2e, pytest.mark.display]
+
+
+def agent_steps(request: LLMRequest) -> bool:
+    return request.is_agent_step
+
+
+def step_requests(fake: FakeProvider, marker: str) -> list[LLMRequest]:
+    return [r for r in fake.requests_matching(marker) if r.is_agent_step]
+
+
+def session_files(server: ServerProcess, session_id: str) -> Path:
+    return server.home / "data" / "sessions" / session_id
+
+
+def envelope_in(request: LLMRequest, file: str) -> dict[str, object]:
+    """The JSON envelope naming ``file`` that the previous action returned, as the model received it."""
+    start = request.text.rfind('{"note"', 0, request.text.find(f'"file": "{file}"') + 1)
+    assert start >= 0, request.text[-3000:]
+    value, _ = json.JSONDecoder().raw_decode(request.text[start:])
+    assert isinstance(value, dict)
+    return value
+
+
+def test_http_fetch_delivers_small_bodies_inline_and_big_ones_as_files(
+    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
+) -> None:
+    marker = token("FETCH")
+    long_js = "(() => 'x'.repeat(12000))()"
+    fake.script(
+        marker,
+        [
+            agent_step([{"http_fetch": {"url": f"{site.url}/prices.json"}}]),
+            agent_step([{"http_fetch": {"url": f"{site.url}/big"}}]),
+            agent_step([{"http_fetch": {"url": "http://169.254.169.254/latest/meta-data/"}}]),
+            agent_step([{"evaluate": {"code": long_js}}]),
+            agent_step([{"evaluate": {"code": long_js}}]),
+            done("fetched"),
+        ],
+        when=agent_steps,
+    )
+    session = create(agent_server, task=f"{marker} Read the price list at {site.url}/prices.json")
+    sid = session["id"]
+    finished = wait_until_status(agent_server, sid, {"stopped", "error"})
+    assert finished["status"] == "stopped" and finished["isTaskSuccessful"] is True
+    requests = step_requests(fake, marker)
+    assert len(requests) == 6
+    files = session_files(agent_server, sid)
+
+    small = envelope_in(requests[1], "fetch_127.0.0.1_prices.json.json")
+    assert small["data"] == {
+        "blue": {"name": "Blue Widget", "price": "42.00"},
+        "red": {"name": "Red Gadget", "price": "17.50"},
+        "green": {"name": "Green Gizmo", "price": "8.25"},
+    }
+    assert json.loads((files / "fetch_127.0.0.1_prices.json.json").read_text())["red"]["price"] == "17.50"
+
+    big = envelope_in(requests[2], "fetch_127.0.0.1_big.html")
+    saved = (files / "fetch_127.0.0.1_big.html").read_text()
+    assert len(saved) > 3_000_000 and "SKU-049999" in saved
+    assert big["truncated"] is True and big["totalChars"] == len(saved)
+    assert str(big["sample"]).startswith("<!doctype html>") and len(str(big["sample"])) == 300
+    assert "SKU-049999" not in requests[2].text
+
+    refused = requests[3].text
+    assert "Refused by the network policy: 169.254.169.254 is a link-local address (never allowed)." in refused
+
+    assert (files / "readout_evaluate_1.txt").read_text() == "x" * 12000
+    assert "x" * 8001 not in requests[4].text
+    assert "saved as readout_evaluate_1.txt" in requests[4].text
+    assert "[identical to earlier output #" in requests[5].text and "stop repeating this" in requests[5].text
+
+    rows = [m for m in messages(agent_server, sid) if m["type"] in {"result", "browser_action", "browser_action_error"}]
+    fetch_rows = [data_of(m) for m in rows if data_of(m).get("action") == "http_fetch"]
+    assert [row["category"] for row in fetch_rows] == ["network"] * 3
+    assert "fetch_127.0.0.1_big.html" in fetch_rows[1]["resultSnippet"]
+
+
+def test_public_only_blocks_loopback_navigation_subresources_and_fetches(
+    start_server: StartServer, fake: FakeProvider, site: FixtureSites
+) -> None:
+    server = start_server(**fake.env(), NETWORK_POLICY="public-only", NETWORK_ALLOWED_HOSTS="localhost")
+    site.state.hits.clear()
+    marker = token("POLICY")
+    allowed = f"http://localhost:{site.port}"
+    pixel_page = f"{allowed}/with-pixel?src=http://127.0.0.1:{site.port}/pixel.gif"
+    fake.script(
+        marker,
+        [
+            navigate(f"http://127.0.0.1:{site.port}/product/red"),
+            navigate(f"{allowed}/product/blue"),
+            navigate(pixel_page),
+            agent_step([{"http_fetch": {"url": f"http://0x7f.1:{site.port}/prices.json"}}]),
+            agent_step([{"http_fetch": {"url": f"{allowed}/prices.json"}}]),
+            done("checked"),
+        ],
+        when=agent_steps,
+    )
+    session = create(server, task=f"{marker} Look around the shop.")
+    finished = wait_until_status(server, session["id"], {"stopped", "error"})
+    assert finished["status"] == "stopped"
+    requests = step_requests(fake, marker)
+    assert len(requests) == 6
+    assert "Red Gadget" not in requests[1].text
+    assert "Blue Widget" in requests[2].text
+    assert "127.0.0.1 is a loopback address (NETWORK_POLICY=public-only)." in requests[4].text
+    assert '"Blue Widget"' in requests[5].text or "Blue Widget" in requests[5].text
+    hosts = {host for host, _ in site.state.hits}
+    assert f"127.0.0.1:{site.port}" not in hosts, site.state.hits
+    assert site.state.hosts_of("/product/blue") == [f"localhost:{site.port}"]
+    assert site.state.hosts_of("/pixel.gif") == []
+    assert site.state.hosts_of("/prices.json") == [f"localhost:{site.port}"]
