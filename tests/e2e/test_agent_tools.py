@@ -127,3 +127,94 @@ def test_public_only_blocks_loopback_navigation_subresources_and_fetches(
     assert site.state.hosts_of("/product/blue") == [f"localhost:{site.port}"]
     assert site.state.hosts_of("/pixel.gif") == []
     assert site.state.hosts_of("/prices.json") == [f"localhost:{site.port}"]
+
+
+def read_events(server: ServerProcess, session_id: str) -> list[str]:
+    return [
+        m["summary"] for m in messages(server, session_id) if m["type"] == "event" and data_of(m)["category"] == "read"
+    ]
+
+
+def test_find_links_reads_a_cross_origin_panel_and_a_lazy_list_and_read_pages_reads_them(
+    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
+) -> None:
+    marker = token("LINKS")
+    panel_host = f"127.0.0.1:{site.panel_port}"
+    fake.script(
+        marker,
+        [
+            navigate(f"{site.url}/jobs"),
+            agent_step([{"find_links": {"frame_url_contains": panel_host}}]),
+            agent_step([{"read_pages": {}}]),
+            navigate(f"{site.url}/lazy"),
+            agent_step([{"find_links": {"href_contains": "/lazy/item/"}}]),
+            done("listed"),
+        ],
+        when=agent_steps,
+    )
+    session = create(agent_server, task=f"{marker} List the jobs at {site.url}/jobs")
+    sid = session["id"]
+    finished = wait_until_status(agent_server, sid, {"stopped", "error"}, timeout=400)
+    assert finished["status"] == "stopped", finished["lastStepSummary"]
+    requests = step_requests(fake, marker)
+    files = session_files(agent_server, sid)
+
+    panel = envelope_in(requests[2], "found_links.json")
+    assert "24 link(s) found inside frame" in str(panel["note"])
+    jobs = [f"http://{panel_host}/job/{n}" for n in range(1, 25)]
+    assert "read_pages() with no arguments" in str(panel["note"])
+
+    pages = envelope_in(requests[3], "pages.json")
+    assert str(pages["note"]).startswith("Read 24 of 24 page(s)") and "The queue is drained" in str(pages["note"])
+    read = json.loads((files / "pages.json").read_text())
+    assert sorted(p["url"] for p in read) == sorted(jobs)
+    assert all(p["title"].startswith("Engineer ") and "builds things" in p["text"] for p in read)
+    statuses = json.loads((files / "read_pages_status.json").read_text())
+    assert len(statuses) == 24 and all(s["ok"] for s in statuses)
+
+    lazy = json.loads((files / "found_links.json").read_text())
+    assert [link["href"] for link in lazy] == [f"{site.url}/lazy/item/{n}" for n in range(1, 61)]
+    assert "60 link(s) found" in requests[5].text
+
+    events = read_events(agent_server, sid)
+    assert events[0].startswith("find_links: 24 link(s) matched") and "inside frame" in events[0]
+    assert [e.split(":")[0] for e in events[1:6]] == [f"read_pages wave {k}/4" for k in range(1, 5)] + ["find_links"]
+    assert events[1].startswith("read_pages wave 1/4: 6 of 6 pages ok")
+
+
+def test_read_pages_reads_a_catalog_in_waves_and_resumes_its_queue(
+    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
+) -> None:
+    marker = token("CATALOG")
+    fake.script(
+        marker,
+        [
+            navigate(f"{site.url}/catalog?n=54"),
+            agent_step([{"find_links": {"href_contains": "/catalog/item/"}}]),
+            agent_step([{"read_pages": {}}]),
+            agent_step([{"read_pages": {}}]),
+            agent_step([{"read_pages": {}}]),
+            done("read the catalog"),
+        ],
+        when=agent_steps,
+    )
+    session = create(agent_server, task=f"{marker} Read every item of {site.url}/catalog?n=54")
+    sid = session["id"]
+    finished = wait_until_status(agent_server, sid, {"stopped", "error"}, timeout=600)
+    assert finished["status"] == "stopped", finished["lastStepSummary"]
+    requests = step_requests(fake, marker)
+    first = envelope_in(requests[3], "pages.json")
+    assert str(first["note"]).startswith("Read 48 of 48 page(s)")
+    assert "6 URL(s) remain queued: call read_pages() with no arguments to continue." in str(first["note"])
+    second = envelope_in(requests[4], "pages.json")
+    assert str(second["note"]).startswith("Read 6 of 6 page(s)") and "The queue is drained" in str(second["note"])
+    assert "Nothing left to read: the queue is drained." in requests[5].text
+
+    pages = json.loads((session_files(agent_server, sid) / "pages.json").read_text())
+    assert len(pages) == 54
+    by_url = {p["url"]: p for p in pages}
+    item = by_url[f"{site.url}/catalog/item/17"]
+    assert item["jsonld"][0]["offers"]["price"] == "17.99" and item["title"] == "Catalog item 17"
+    waves = [e for e in read_events(agent_server, sid) if e.startswith("read_pages wave")]
+    assert [w.split(":")[0] for w in waves] == [f"read_pages wave {k}/8" for k in range(1, 9)] + ["read_pages wave 1/1"]
+    assert all("6 of 6 pages ok" in w for w in waves)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 import itertools
+import json
 from dataclasses import dataclass, field
 
 from starlette.applications import Starlette
@@ -164,6 +165,20 @@ def shop_app(state: ShopState, panel_url: str) -> Starlette:
     async def pixel(request: Request) -> Response:
         return Response(b"GIF89a", media_type="image/gif")
 
+    async def lazy(request: Request) -> Response:
+        return lazy_list()
+
+    async def lazy_item(request: Request) -> Response:
+        return page(f"Lazy item {request.path_params['n']}", "<p>One item of the lazy list.</p>")
+
+    async def catalog(request: Request) -> Response:
+        count = int(request.query_params.get("n", "48"))
+        items = "".join(f'<li><a href="/catalog/item/{n}">Catalog item {n}</a></li>' for n in range(1, count + 1))
+        return page("Catalog", f"<ul>{items}</ul>")
+
+    async def catalog_page(request: Request) -> Response:
+        return catalog_item(int(request.path_params["n"]))
+
     async def colour(request: Request) -> Response:
         return HTMLResponse(
             "<!doctype html><html><head><title>Colour</title></head>"
@@ -186,6 +201,10 @@ def shop_app(state: ShopState, panel_url: str) -> Starlette:
             Route("/prices.json", prices),
             Route("/with-pixel", with_pixel),
             Route("/pixel.gif", pixel),
+            Route("/lazy", lazy),
+            Route("/lazy/item/{n}", lazy_item),
+            Route("/catalog", catalog),
+            Route("/catalog/item/{n:int}", catalog_page),
         ],
         middleware=[Middleware(HitLog, state=state)],
     )
@@ -201,9 +220,53 @@ class HitLog(BaseHTTPMiddleware):
         return await call_next(request)
 
 
+PANEL_JOBS = 24
+LAZY_ITEMS, LAZY_BATCH = 60, 20
+
+
+def lazy_list() -> HTMLResponse:
+    """A list that grows by 20 items each time the reader scrolls to its end, up to 60; item 1 is linked twice."""
+    script = f"""
+<script>
+let shown = 0; let busy = false;
+function more() {{
+  const list = document.getElementById('items');
+  for (let i = 0; i < {LAZY_BATCH} && shown < {LAZY_ITEMS}; i++) {{
+    shown++;
+    const li = document.createElement('li'); li.style.height = '60px';
+    li.innerHTML = '<a href="/lazy/item/' + shown + '">Lazy item ' + shown + '</a>';
+    list.appendChild(li);
+  }}
+}}
+more();
+window.addEventListener('scroll', () => {{
+  if (busy || window.innerHeight + window.scrollY < document.body.scrollHeight - 100) return;
+  busy = true; setTimeout(() => {{ more(); busy = false; }}, 150);
+}});
+</script>"""
+    return page("Lazy list", f'<ul id="items"></ul><p>Back to <a href="/lazy/item/1">the first item</a>.</p>{script}')
+
+
+def catalog_item(number: int) -> HTMLResponse:
+    product = {
+        "@context": "https://schema.org",
+        "@type": "Product",
+        "name": f"Catalog item {number}",
+        "sku": f"CAT-{number:03d}",
+        "offers": {"@type": "Offer", "price": f"{number}.99", "priceCurrency": "EUR"},
+    }
+    description = " ".join(f"Item {number} is a sturdy part made for long service." for _ in range(6))
+    return HTMLResponse(
+        f"<!doctype html><html><head><title>Catalog item {number}</title>"
+        f'<script type="application/ld+json">{json.dumps(product)}</script></head>'
+        f"<body><h1>Catalog item {number}</h1><p>Price: {number}.99 EUR</p><p>{description}</p>"
+        '<p><a href="/catalog">Back to the catalog</a></p></body></html>'
+    )
+
+
 def panel_app() -> Starlette:
     async def panel(request: Request) -> Response:
-        jobs = "".join(f'<li><a href="/job/{n}">Engineer {n}</a></li>' for n in range(1, 4))
+        jobs = "".join(f'<li><a href="/job/{n}">Engineer {n}</a></li>' for n in range(1, PANEL_JOBS + 1))
         return page("Panel", f"<ul>{jobs}</ul>")
 
     async def job(request: Request) -> Response:
@@ -228,6 +291,10 @@ class FixtureSites:
     @property
     def port(self) -> int:
         return self._shop.port
+
+    @property
+    def panel_port(self) -> int:
+        return self._panel.port
 
     @property
     def panel_url(self) -> str:

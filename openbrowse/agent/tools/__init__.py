@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, Any
 from openbrowse.agent.guard import Guard, install_guard
 from openbrowse.agent.tools.clipboard import register_clipboard
 from openbrowse.agent.tools.context import ToolContext
+from openbrowse.agent.tools.find_links import register_find_links
 from openbrowse.agent.tools.http_fetch import register_http_fetch
+from openbrowse.agent.tools.read_pages import register_read_pages
 
 if TYPE_CHECKING:
     from browser_use import Tools
@@ -19,4 +21,6 @@ def register_tools(tools: Tools[Any], ctx: ToolContext) -> Guard:
     """Register every added tool on ``tools``, then install the guard layer last so it wraps them all."""
     register_clipboard(tools, ctx.clipboard)
     register_http_fetch(tools, ctx)
+    register_find_links(tools, ctx)
+    register_read_pages(tools, ctx)
     return install_guard(tools, ctx.files_dir)

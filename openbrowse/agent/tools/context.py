@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from openbrowse.agent.netpolicy import NetworkRules
 from openbrowse.agent.tools.clipboard import Clipboard
+from openbrowse.agent.tools.reading_state import ReadingState
 from openbrowse.domain.feed import EventCategory, FeedEntry, FeedSink
 from openbrowse.domain.ids import SessionId
 
@@ -20,6 +22,9 @@ class ToolContext:
     sink: FeedSink
     network: NetworkRules = field(default_factory=NetworkRules)
     captcha_solver: bool = False
+    reading: ReadingState = field(default_factory=ReadingState)
+    active_sessions: Callable[[], int] = lambda: 1
+    """How many sessions run on this host now (read_pages paces its tabs only under real contention)."""
 
     async def event(self, category: EventCategory, action: str, summary: str, **data: Any) -> None:
         await self.sink.append(self.session_id, FeedEntry.event(category, action, summary, **data))

@@ -79,3 +79,17 @@ async def test_the_wrapper_rewrites_results_and_repeated_errors(tmp_path: Path) 
         await wrapped(fail=True)
     with pytest.raises(RuntimeError, match=r"boom .*stop repeating"):
         await wrapped(fail=True)
+
+
+def test_pacing_only_under_real_contention(tmp_path: Path) -> None:
+    from openbrowse.agent.tools.pacing import cpu_stall, spacing_for
+
+    assert spacing_for(6, 1, 0.9) == 0.0
+    assert spacing_for(6, 3, 0.04) == 0.0
+    assert spacing_for(6, 2, 0.5) == pytest.approx(0.4)
+    assert spacing_for(6, 2, 1.0) == pytest.approx(0.8)
+    assert spacing_for(2, 2, 20.0) == pytest.approx(8.0)
+    psi = tmp_path / "cpu"
+    psi.write_text("some avg10=12.50 avg60=3.00 avg300=1.00 total=1\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
+    assert cpu_stall(psi) == pytest.approx(0.125)
+    assert cpu_stall(tmp_path / "missing") == 0.0
