@@ -36,6 +36,7 @@ from openbrowse.agent.steps import failed_step_entry, step_entry
 from openbrowse.agent.timeouts import TIMEOUTS
 from openbrowse.agent.tools import ToolContext, register_tools
 from openbrowse.agent.tools.clipboard import Clipboard, capture_start_url
+from openbrowse.agent.tools.pacing import active_run
 from openbrowse.domain.failures import Failure, FailureKind
 from openbrowse.domain.feed import EventCategory, FeedEntry, FeedSink, MessageType
 from openbrowse.domain.ids import SessionId
@@ -148,7 +149,8 @@ class AgentRunner:
         self._turn_start = len(agent.history.history)
         max_steps = agent.state.n_steps - 1 + STEPS_PER_TURN
         try:
-            await agent.run(max_steps=max_steps, on_step_start=self._on_step_start, on_step_end=self._on_step_end)
+            with active_run():
+                await agent.run(max_steps=max_steps, on_step_start=self._on_step_start, on_step_end=self._on_step_end)
         except BudgetExceeded as stop:
             return await self._budget_outcome(stop)
         except ProviderGaveUp as gave_up:

@@ -218,3 +218,20 @@ def test_read_pages_reads_a_catalog_in_waves_and_resumes_its_queue(
     waves = [e for e in read_events(agent_server, sid) if e.startswith("read_pages wave")]
     assert [w.split(":")[0] for w in waves] == [f"read_pages wave {k}/8" for k in range(1, 9)] + ["read_pages wave 1/1"]
     assert all("6 of 6 pages ok" in w for w in waves)
+
+
+def test_start_url_is_captured_after_the_first_step_when_the_task_has_none(
+    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
+) -> None:
+    marker = token("NOURL")
+    fake.script(
+        marker,
+        [navigate(f"{site.url}/product/red"), agent_step([{"recall": {"key": "startUrl"}}]), done("ok")],
+        when=agent_steps,
+    )
+    session = create(agent_server, task=f"{marker} Find the red gadget in the fixture shop.")
+    sid = session["id"]
+    wait_until_status(agent_server, sid, {"stopped", "error"})
+    memory = [m["summary"] for m in messages(agent_server, sid) if data_of(m).get("category") == "memory"]
+    assert memory == [f"startUrl: {site.url}/product/red"]
+    assert f"{site.url}/product/red" in step_requests(fake, marker)[2].text

@@ -9,6 +9,7 @@ from typing import Any
 
 from openbrowse.agent.netpolicy import NetworkRules
 from openbrowse.agent.tools.clipboard import Clipboard
+from openbrowse.agent.tools.pacing import active_runs
 from openbrowse.agent.tools.reading_state import ReadingState
 from openbrowse.domain.feed import EventCategory, FeedEntry, FeedSink
 from openbrowse.domain.ids import SessionId
@@ -23,7 +24,7 @@ class ToolContext:
     network: NetworkRules = field(default_factory=NetworkRules)
     captcha_solver: bool = False
     reading: ReadingState = field(default_factory=ReadingState)
-    active_sessions: Callable[[], int] = lambda: 1
+    active_sessions: Callable[[], int] = active_runs
     """How many sessions run on this host now (read_pages paces its tabs only under real contention)."""
 
     async def event(self, category: EventCategory, action: str, summary: str, **data: Any) -> None:

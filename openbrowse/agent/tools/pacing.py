@@ -3,11 +3,29 @@ CPU stall fraction of at least 0.05 — each open is spaced by ``min(0.8 × stal
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 PSI_FILE = Path("/proc/pressure/cpu")
 MIN_STALL = 0.05
 MIN_SESSIONS = 2
+_active_runs = 0
+
+
+@contextlib.contextmanager
+def active_run() -> Iterator[None]:
+    """Count a running agent turn (all sessions run in this process) for as long as the block runs."""
+    global _active_runs
+    _active_runs += 1
+    try:
+        yield
+    finally:
+        _active_runs -= 1
+
+
+def active_runs() -> int:
+    return _active_runs
 
 
 def cpu_stall(psi_file: Path = PSI_FILE) -> float:
