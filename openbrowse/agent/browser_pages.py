@@ -18,7 +18,7 @@ from browser_use import BrowserSession
 from openbrowse.agent.page_scripts import RENDER_PROBE
 
 RENDER_TIMEOUT = 25.0
-RENDER_POLL = 0.25
+RENDER_POLL = 0.15
 MIN_RENDER_CHARS = 40
 
 

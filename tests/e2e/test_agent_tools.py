@@ -129,6 +129,12 @@ def test_public_only_blocks_loopback_navigation_subresources_and_fetches(
     assert site.state.hosts_of("/prices.json") == [f"localhost:{site.port}"]
 
 
+def tab_list(request: LLMRequest) -> str:
+    """The "Available tabs" block of the last browser state the model was shown."""
+    start = request.text.rfind("Available tabs:")
+    return request.text[start : request.text.find("\n\n", start)]
+
+
 def read_events(server: ServerProcess, session_id: str) -> list[str]:
     return [
         m["summary"] for m in messages(server, session_id) if m["type"] == "event" and data_of(m)["category"] == "read"
@@ -235,3 +241,39 @@ def test_start_url_is_captured_after_the_first_step_when_the_task_has_none(
     memory = [m["summary"] for m in messages(agent_server, sid) if data_of(m).get("category") == "memory"]
     assert memory == [f"startUrl: {site.url}/product/red"]
     assert f"{site.url}/product/red" in step_requests(fake, marker)[2].text
+
+
+def test_tab_fan_out_keeps_two_loaded_tabs_and_returns_to_the_base(
+    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
+) -> None:
+    marker = token("TABS")
+    items = [f"{site.url}/catalog/item/{n}" for n in (101, 102, 103)]
+    fake.script(
+        marker,
+        [
+            navigate(f"{site.url}/product/green"),
+            agent_step([{"open_tabs": {"urls": items}}]),
+            agent_step([{"goto_tab": {"n": 1}}]),
+            agent_step([{"goto_tab": {"n": 2}}]),
+            agent_step([{"goto_tab": {"n": 3}}]),
+            agent_step([{"close_tab": {}}]),
+            done("toured"),
+        ],
+        when=agent_steps,
+    )
+    site.state.hits.clear()
+    session = create(agent_server, task=f"{marker} Tour three catalog items in tabs.")
+    finished = wait_until_status(agent_server, session["id"], {"stopped", "error"})
+    assert finished["status"] == "stopped", finished["lastStepSummary"]
+    requests = step_requests(fake, marker)
+    assert f"Opened 3 lazy tab(s) — 1: {items[0]}; 2: {items[1]}; 3: {items[2]}" in requests[2].text
+    assert "Tab 3 is loaded and focused" in requests[5].text and "Price: 103.99 EUR" in requests[5].text
+    tabs_after_third = tab_list(requests[5])
+    assert "/catalog/item/103 " in tabs_after_third and "/catalog/item/102 " in tabs_after_third
+    assert "/catalog/item/101" in tabs_after_third or "about:blank" in tabs_after_third
+    tabs_after_close = tab_list(requests[6])
+    assert "/catalog/item/101" not in tabs_after_close, tabs_after_close
+    assert "/catalog/item/102 " in tabs_after_close and "/catalog/item/103" not in tabs_after_close
+    assert "Closed the tab; focus is back on the base tab." in requests[6].text
+    assert "Green Gizmo" in requests[6].text[requests[6].text.rfind("<browser_state>") :]
+    assert [site.state.hosts_of(f"/catalog/item/{n}") for n in (101, 102, 103)] == [[f"127.0.0.1:{site.port}"]] * 3

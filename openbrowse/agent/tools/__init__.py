@@ -10,6 +10,7 @@ from openbrowse.agent.tools.context import ToolContext
 from openbrowse.agent.tools.find_links import register_find_links
 from openbrowse.agent.tools.http_fetch import register_http_fetch
 from openbrowse.agent.tools.read_pages import register_read_pages
+from openbrowse.agent.tools.tab_fanout import register_tab_fanout
 
 if TYPE_CHECKING:
     from browser_use import Tools
@@ -23,4 +24,5 @@ def register_tools(tools: Tools[Any], ctx: ToolContext) -> Guard:
     register_http_fetch(tools, ctx)
     register_find_links(tools, ctx)
     register_read_pages(tools, ctx)
+    register_tab_fanout(tools, ctx)
     return install_guard(tools, ctx.files_dir)

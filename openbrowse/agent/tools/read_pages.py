@@ -17,6 +17,7 @@ from browser_use.filesystem.file_system import FileSystem
 from pydantic import BaseModel, Field
 
 from openbrowse.agent.browser_pages import (
+    FrameRef,
     PageScriptError,
     close_tab,
     evaluate,
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 MAX_URLS = 48
 WAVE_SIZE = 6
 MIN_TIME_FOR_WAVE = 30.0
+FOREGROUND_GRACE = 5.0
+PANEL_ATTACH_TIMEOUT = 10.0
 PAGES_FILE = "pages.json"
 STATUS_FILE = "read_pages_status.json"
 
@@ -80,16 +83,19 @@ def choose_batch(ctx: ToolContext, params: ReadPagesParams) -> Batch | str:
     return Batch(batch, False)
 
 
-async def read_one(browser: BrowserSession, target_id: str, url: str, frame_filter: str | None) -> dict[str, Any]:
-    """Focus the tab, wait for it to render, read it (inside the matching panel when filtered)."""
+async def read_one(
+    browser: BrowserSession, target_id: str, url: str, frame_filter: str | None, rendered: bool
+) -> dict[str, Any]:
+    """Focus the (already loaded) tab and read it, inside the matching panel when filtered."""
     await focus_tab(browser, target_id)
-    rendered = await wait_rendered(browser, target_id)
+    if not rendered:  # one more chance now that it is in the foreground
+        rendered = await wait_rendered(browser, target_id, FOREGROUND_GRACE)
     page = await evaluate(browser, READ_PAGE, target_id)
     if not isinstance(page, dict):
         raise PageScriptError("the page returned nothing")
     page["frameMatched"] = False
     if frame_filter and frame_filter not in str(page.get("url", "")):  # a panel's own page is read directly
-        frames = [f for f in await frames_of(browser, target_id) if frame_filter in f.url]
+        frames = await _panel_frames(browser, target_id, frame_filter)
         if not frames:
             raise PageScriptError(f"the embedded panel '{frame_filter}' never attached")
         inner = await evaluate_in_frame(browser, frames[0], READ_PAGE)
@@ -107,6 +113,15 @@ async def read_one(browser: BrowserSession, target_id: str, url: str, frame_filt
         "links": page.get("links", []),
         "frameMatched": page["frameMatched"],
     }
+
+
+async def _panel_frames(browser: BrowserSession, target_id: str, needle: str) -> list[FrameRef]:
+    deadline = time.monotonic() + PANEL_ATTACH_TIMEOUT
+    while True:
+        frames = [f for f in await frames_of(browser, target_id) if needle in f.url]
+        if frames or time.monotonic() > deadline:
+            return frames
+        await asyncio.sleep(0.3)
 
 
 class Reader:
@@ -154,9 +169,10 @@ class Reader:
                 if index and spacing:
                     await asyncio.sleep(spacing)
                 tabs.append((url, await open_tab(self.browser, url)))
-            for url, target_id in tabs:
+            rendered = await asyncio.gather(*(wait_rendered(self.browser, target) for _, target in tabs))
+            for (url, target_id), ready in zip(tabs, rendered, strict=True):
                 try:
-                    self.results[url] = await read_one(self.browser, target_id, url, self.frame_filter)
+                    self.results[url] = await read_one(self.browser, target_id, url, self.frame_filter, ready)
                     self.errors.pop(url, None)
                 except (PageScriptError, ValueError, KeyError, TimeoutError) as exc:
                     self.errors[url] = str(exc) or type(exc).__name__
