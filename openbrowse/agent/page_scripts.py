@@ -74,3 +74,23 @@ READ_PAGE = """
 RENDER_PROBE = """
 (() => ({ready: document.readyState, chars: document.body ? document.body.innerText.length : 0}))()
 """
+
+
+def read_when_ready(timeout_ms: int, min_chars: int) -> str:
+    """Wait in the page until it is loaded and its text stopped growing (100 ms apart), then read it."""
+    return f"""
+(async () => {{
+  const deadline = Date.now() + {timeout_ms};
+  const chars = () => document.body ? document.body.innerText.length : 0;
+  let last = -1;
+  while (Date.now() < deadline) {{
+    if (document.readyState === 'complete') {{
+      const now = chars();
+      if (now >= {min_chars} && now === last) break;
+      last = now;
+    }}
+    await new Promise(r => setTimeout(r, 100));
+  }}
+  return {READ_PAGE.strip()};
+}})()
+"""

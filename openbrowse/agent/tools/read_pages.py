@@ -17,6 +17,8 @@ from browser_use.filesystem.file_system import FileSystem
 from pydantic import BaseModel, Field
 
 from openbrowse.agent.browser_pages import (
+    MIN_RENDER_CHARS,
+    RENDER_TIMEOUT,
     FrameRef,
     PageScriptError,
     close_tab,
@@ -25,10 +27,9 @@ from openbrowse.agent.browser_pages import (
     focus_tab,
     frames_of,
     open_tab,
-    wait_rendered,
 )
 from openbrowse.agent.delivery import envelope, save
-from openbrowse.agent.page_scripts import READ_PAGE
+from openbrowse.agent.page_scripts import READ_PAGE, read_when_ready
 from openbrowse.agent.timeouts import TIMEOUTS
 from openbrowse.agent.tools.pacing import tab_spacing
 from openbrowse.domain.feed import EventCategory
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
 MAX_URLS = 48
 WAVE_SIZE = 6
 MIN_TIME_FOR_WAVE = 30.0
-FOREGROUND_GRACE = 5.0
 PANEL_ATTACH_TIMEOUT = 10.0
 PAGES_FILE = "pages.json"
 STATUS_FILE = "read_pages_status.json"
@@ -83,16 +83,22 @@ def choose_batch(ctx: ToolContext, params: ReadPagesParams) -> Batch | str:
     return Batch(batch, False)
 
 
-async def read_one(
-    browser: BrowserSession, target_id: str, url: str, frame_filter: str | None, rendered: bool
-) -> dict[str, Any]:
-    """Focus the (already loaded) tab and read it, inside the matching panel when filtered."""
+async def read_one(browser: BrowserSession, target_id: str, url: str, frame_filter: str | None) -> dict[str, Any]:
+    """Focus the tab and read it once it rendered (inside the matching panel when filtered)."""
     await focus_tab(browser, target_id)
-    if not rendered:  # one more chance now that it is in the foreground
-        rendered = await wait_rendered(browser, target_id, FOREGROUND_GRACE)
-    page = await evaluate(browser, READ_PAGE, target_id)
-    if not isinstance(page, dict):
-        raise PageScriptError("the page returned nothing")
+    deadline = time.monotonic() + RENDER_TIMEOUT
+    page: Any = None
+    while time.monotonic() < deadline:
+        remaining_ms = int((deadline - time.monotonic()) * 1000)
+        try:
+            page = await evaluate(browser, read_when_ready(remaining_ms, MIN_RENDER_CHARS), target_id)
+        except PageScriptError:  # the document was replaced mid-read (navigation committed): read the new one
+            page = None
+        if isinstance(page, dict) and not str(page.get("url", "")).startswith("about:"):
+            break
+        await asyncio.sleep(0.2)
+    if not isinstance(page, dict) or str(page.get("url", "")).startswith("about:"):
+        raise PageScriptError("the page did not load within 25 s")
     page["frameMatched"] = False
     if frame_filter and frame_filter not in str(page.get("url", "")):  # a panel's own page is read directly
         frames = await _panel_frames(browser, target_id, frame_filter)
@@ -102,8 +108,8 @@ async def read_one(
         if isinstance(inner, dict):
             page.update(text=inner["text"], jsonld=inner["jsonld"] or page["jsonld"], links=inner["links"])
             page["textChars"], page["frameMatched"] = inner["textChars"], True
-    if not rendered and not page.get("text"):
-        raise PageScriptError("the page did not render within 25 s")
+    if not page.get("text"):
+        raise PageScriptError("the page rendered no text within 25 s")
     return {
         "url": url,
         "finalUrl": page.get("url"),
@@ -165,22 +171,24 @@ class Reader:
     async def _attempt(self, urls: list[str], spacing: float = 0.0) -> None:
         tabs: list[tuple[str, str]] = []
         try:
-            for index, url in enumerate(urls):
-                if index and spacing:
-                    await asyncio.sleep(spacing)
-                tabs.append((url, await open_tab(self.browser, url)))
-            rendered = await asyncio.gather(*(wait_rendered(self.browser, target) for _, target in tabs))
-            for (url, target_id), ready in zip(tabs, rendered, strict=True):
+            if spacing:
+                for index, url in enumerate(urls):
+                    if index:
+                        await asyncio.sleep(spacing)
+                    tabs.append((url, await open_tab(self.browser, url)))
+            else:
+                opened = await asyncio.gather(*(open_tab(self.browser, url) for url in urls))
+                tabs = list(zip(urls, opened, strict=True))
+            for url, target_id in tabs:
                 try:
-                    self.results[url] = await read_one(self.browser, target_id, url, self.frame_filter, ready)
+                    self.results[url] = await read_one(self.browser, target_id, url, self.frame_filter)
                     self.errors.pop(url, None)
                 except (PageScriptError, ValueError, KeyError, TimeoutError) as exc:
                     self.errors[url] = str(exc) or type(exc).__name__
         finally:
             if self.home is not None:
                 await _quietly(focus_tab(self.browser, self.home))
-            for _, target_id in tabs:
-                await close_tab(self.browser, target_id)
+            await asyncio.gather(*(close_tab(self.browser, target_id) for _, target_id in tabs))
 
 
 async def _quietly(step: Any) -> None:
