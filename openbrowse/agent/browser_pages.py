@@ -12,6 +12,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from browser_use import BrowserSession
 
@@ -30,12 +31,27 @@ class PageScriptError(Exception):
 class FrameRef:
     frame_id: str
     url: str
-    target_id: str
+    target_id: str  # the target whose session reaches the frame's document
     owner_target_id: str  # the tab the frame belongs to
+    top_url: str = ""
+
+    @property
+    def out_of_process(self) -> bool:
+        """A cross-site frame under site isolation: its own target, evaluated through its own session."""
+        return self.target_id != self.owner_target_id
 
     @property
     def cross_origin(self) -> bool:
-        return self.target_id != self.owner_target_id
+        return _origin(self.url) != _origin(self.top_url)
+
+
+def _origin(url: str) -> tuple[str, str | None, int | None]:
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return parts.scheme, parts.hostname, port
 
 
 async def _evaluate_in(session_id: str, cdp: Any, expression: str, context_id: int | None = None) -> Any:
@@ -58,7 +74,7 @@ async def evaluate(browser: BrowserSession, expression: str, target_id: str | No
 
 async def evaluate_in_frame(browser: BrowserSession, frame: FrameRef, expression: str) -> Any:
     session = await browser.get_or_create_cdp_session(frame.target_id, focus=False)
-    if frame.cross_origin:
+    if frame.out_of_process:
         return await _evaluate_in(session.session_id, session.cdp_client, expression)
     world = await session.cdp_client.send.Page.createIsolatedWorld(
         params={"frameId": frame.frame_id, "worldName": "openbrowse-reader"}, session_id=session.session_id
@@ -78,7 +94,14 @@ async def frames_of(browser: BrowserSession, tab_target_id: str | None = None) -
         owner = _owner_tab(all_frames, frame_id)
         if tab_target_id is not None and owner != tab_target_id:
             continue
-        refs.append(FrameRef(frame_id, str(info.get("url", "")), str(info.get("frameTargetId")), str(owner)))
+        top = next(
+            (f for f in all_frames.values() if not f.get("parentFrameId") and f.get("frameTargetId") == owner), {}
+        )
+        refs.append(
+            FrameRef(
+                frame_id, str(info.get("url", "")), str(info.get("frameTargetId")), str(owner), str(top.get("url", ""))
+            )
+        )
     return refs
 
 

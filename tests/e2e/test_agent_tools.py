@@ -277,3 +277,78 @@ def test_tab_fan_out_keeps_two_loaded_tabs_and_returns_to_the_base(
     assert "Closed the tab; focus is back on the base tab." in requests[6].text
     assert "Green Gizmo" in requests[6].text[requests[6].text.rfind("<browser_state>") :]
     assert [site.state.hosts_of(f"/catalog/item/{n}") for n in (101, 102, 103)] == [[f"127.0.0.1:{site.port}"]] * 3
+
+
+COLLECT_SCRIPT = """
+frame = await browser.wait_for_frame(PANEL)
+jobs = await browser.frame_evaluate(PANEL, "Array.from(document.querySelectorAll('a')).map(a => a.textContent)")
+title = await browser.evaluate("document.title")
+prices = (await fetch(SHOP + "/prices.json"))["json"]
+save_json("jobs.json", {"title": title, "jobs": jobs, "red": prices["red"]["price"]})
+count = len(jobs)
+print(title, count, frame["crossOrigin"])
+"""
+
+ASYNC_RUN_SCRIPT = """
+async def main():
+    page = await browser.frame_text(PANEL)
+    print("panel says", page.split()[0], "and count is still", count)
+asyncio.run(main())
+try:
+    await fetch("http://169.254.169.254/latest/meta-data/")
+except PermissionError as refused:
+    print("refused:", refused)
+with open("../escape.txt", "w") as handle:
+    handle.write("no")
+"""
+
+
+def test_run_code_file_scripts_work_inside_cross_origin_frames_and_keep_their_namespace(
+    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
+) -> None:
+    marker = token("CODE")
+    prelude = f"PANEL = 'localhost:{site.panel_port}'\nSHOP = '{site.url}'\n"
+    fake.script(
+        marker,
+        [
+            agent_step(
+                [
+                    {
+                        "run_code_file": {
+                            "name": "collect",
+                            "code": prelude + COLLECT_SCRIPT,
+                            "url": f"{site.url}/jobs?embed=localhost",
+                        }
+                    }
+                ]
+            ),
+            agent_step([{"run_code_file": {"name": "more", "code": ASYNC_RUN_SCRIPT}}]),
+            agent_step([{"run_code_file": {"name": "collect"}}]),
+            agent_step([{"run_code_file": {"name": "missing"}}]),
+            done("coded"),
+        ],
+        when=agent_steps,
+    )
+    session = create(agent_server, task=f"{marker} Collect the jobs with a script.")
+    sid = session["id"]
+    finished = wait_until_status(agent_server, sid, {"stopped", "error"})
+    assert finished["status"] == "stopped", finished["lastStepSummary"]
+    requests = step_requests(fake, marker)
+    files = session_files(agent_server, sid)
+
+    first = requests[1].text
+    assert "Ran scripts/collect.py.\nOutput:\nJobs board 24 True\n\nFiles saved: jobs.json" in first
+    saved = json.loads((files / "jobs.json").read_text())
+    assert saved["jobs"] == [f"Engineer {n}" for n in range(1, 25)] and saved["red"] == "17.50"
+    assert (files / "scripts" / "collect.py").read_text().endswith(COLLECT_SCRIPT)
+
+    second = requests[2].text
+    assert "panel says Panel and count is still 24" in second
+    assert "refused: Refused by the network policy: 169.254.169.254 is a link-local address (never allowed)." in second
+    assert "Error: PermissionError: ../escape.txt is outside the session's file area (line 10:" in second
+    assert not (files.parent / "escape.txt").exists()
+    assert "Ran scripts/collect.py.\nOutput:\nJobs board 24 True" in requests[3].text
+    assert "No saved script missing.py; pass code to create it." in requests[4].text
+    feed = messages(agent_server, sid)
+    code_events = [m["summary"] for m in feed if m["type"] == "event" and data_of(m)["category"] == "code"]
+    assert code_events == ["Running collect.py", "Running more.py", "Running collect.py"]

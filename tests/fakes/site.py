@@ -144,10 +144,13 @@ def shop_app(state: ShopState, panel_url: str) -> Starlette:
         )
 
     async def with_panel(request: Request) -> Response:
+        source = panel_url
+        if request.query_params.get("embed") == "localhost":  # another site: an out-of-process frame
+            source = panel_url.replace("127.0.0.1", "localhost")
         return page(
             "Jobs board",
             f"<p>Open positions are listed in the panel below.</p>"
-            f'<iframe src="{panel_url}/panel" width="900" height="400" title="jobs panel"></iframe>',
+            f'<iframe src="{source}/panel" width="900" height="400" title="jobs panel"></iframe>',
         )
 
     async def big(request: Request) -> Response:
