@@ -352,3 +352,22 @@ def test_run_code_file_scripts_work_inside_cross_origin_frames_and_keep_their_na
     feed = messages(agent_server, sid)
     code_events = [m["summary"] for m in feed if m["type"] == "event" and data_of(m)["category"] == "code"]
     assert code_events == ["Running collect.py", "Running more.py", "Running collect.py"]
+
+
+def test_read_pages_detects_shell_reads_and_rereads_them_inside_the_panel(
+    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
+) -> None:
+    marker = token("SHELL")
+    urls = [f"{site.url}/shell/{n}" for n in (1, 2, 3)]
+    fake.script(marker, [agent_step([{"read_pages": {"urls": urls}}]), done("read")], when=agent_steps)
+    session = create(agent_server, task=f"{marker} Read the three product viewers.")
+    sid = session["id"]
+    finished = wait_until_status(agent_server, sid, {"stopped", "error"}, timeout=300)
+    assert finished["status"] == "stopped", finished["lastStepSummary"]
+    pages = {p["url"]: p for p in json.loads((session_files(agent_server, sid) / "pages.json").read_text())}
+    for n, url in enumerate(urls, 1):
+        assert pages[url]["frameMatched"] is True
+        assert f"Detail {n}: weight {n} kg, made of oak." in pages[url]["text"]
+    assert "read_pages: 3 shell read(s) detected, 3 recovered inside their panel" in read_events(agent_server, sid)
+    reply = envelope_in(step_requests(fake, marker)[1], "pages.json")
+    assert str(reply["note"]).startswith("Read 3 of 3 page(s)")

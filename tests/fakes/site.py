@@ -182,6 +182,13 @@ def shop_app(state: ShopState, panel_url: str) -> Starlette:
     async def catalog_page(request: Request) -> Response:
         return catalog_item(int(request.path_params["n"]))
 
+    async def shell(request: Request) -> Response:
+        detail = panel_url.replace("127.0.0.1", "localhost") + f"/detail/{request.path_params['n']}"
+        return page(
+            "Product viewer",
+            f'<p>Loading the details panel.</p><iframe src="{detail}" width="800" height="300"></iframe>',
+        )
+
     async def colour(request: Request) -> Response:
         return HTMLResponse(
             "<!doctype html><html><head><title>Colour</title></head>"
@@ -205,6 +212,7 @@ def shop_app(state: ShopState, panel_url: str) -> Starlette:
             Route("/with-pixel", with_pixel),
             Route("/pixel.gif", pixel),
             Route("/lazy", lazy),
+            Route("/shell/{n}", shell),
             Route("/lazy/item/{n}", lazy_item),
             Route("/catalog", catalog),
             Route("/catalog/item/{n:int}", catalog_page),
@@ -276,7 +284,11 @@ def panel_app() -> Starlette:
         number = request.path_params["n"]
         return page(f"Engineer {number}", f"<p>Engineer {number} builds things. Location: Remote.</p>")
 
-    return Starlette(routes=[Route("/panel", panel), Route("/job/{n}", job)])
+    async def detail(request: Request) -> Response:
+        number = request.path_params["n"]
+        return page(f"Detail {number}", f"<p>Detail {number}: weight {number} kg, made of oak.</p>")
+
+    return Starlette(routes=[Route("/panel", panel), Route("/job/{n}", job), Route("/detail/{n}", detail)])
 
 
 class FixtureSites:

@@ -10,6 +10,7 @@ import json
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from browser_use import BrowserSession
 from browser_use.agent.views import ActionResult
@@ -110,7 +111,11 @@ async def read_one(browser: BrowserSession, target_id: str, url: str, frame_filt
             page["textChars"], page["frameMatched"] = inner["textChars"], True
     if not page.get("text"):
         raise PageScriptError("the page rendered no text within 25 s")
+    panels: list[str] = []
+    if not page["frameMatched"] and page.get("iframes"):
+        panels = [f.url for f in await frames_of(browser, target_id) if f.cross_origin]
     return {
+        "panels": panels,
         "url": url,
         "finalUrl": page.get("url"),
         "title": page.get("title", ""),
@@ -153,7 +158,45 @@ class Reader:
             if self.deadline - time.monotonic() < MIN_TIME_FOR_WAVE:
                 break
             await self._attempt([url])
+        await self._recover_shells(urls)
+        await self._reread_missing_jsonld(urls)
         return []
+
+    async def _recover_shells(self, urls: list[str]) -> None:
+        """Pages that all read the same outer shell while a cross-origin panel holds the content: read inside it."""
+        if self.frame_filter:
+            return
+        groups: dict[str, list[str]] = {}
+        for url in urls:
+            page = self.results.get(url)
+            if page is not None and page["panels"]:
+                groups.setdefault(" ".join(page["text"].split()), []).append(url)
+        shells = [url for group in groups.values() if len(group) >= 2 for url in group]
+        recovered = 0
+        for url in shells:
+            if self.deadline - time.monotonic() < MIN_TIME_FOR_WAVE:
+                break
+            panel_host = urlsplit(self.results[url]["panels"][0]).netloc
+            del self.results[url]
+            await self._attempt([url], frame_filter=panel_host)
+            if url in self.results:
+                recovered += 1
+            else:
+                self.errors[url] = f"shell read: the content is in an embedded panel ({panel_host}) that never attached"
+        if shells:
+            summary = f"read_pages: {len(shells)} shell read(s) detected, {recovered} recovered inside their panel"
+            await self.ctx.event(EventCategory.READ, "read_pages", summary, shells=len(shells), recovered=recovered)
+
+    async def _reread_missing_jsonld(self, urls: list[str]) -> None:
+        """A page without JSON-LD while most of its siblings have it is re-navigated once."""
+        read = [self.results[u] for u in urls if u in self.results]
+        with_jsonld = sum(1 for page in read if page["jsonld"])
+        if not with_jsonld or with_jsonld * 2 < len(read):
+            return
+        for page in [p for p in read if not p["jsonld"]]:
+            if self.deadline - time.monotonic() < MIN_TIME_FOR_WAVE:
+                break
+            await self._attempt([page["url"]])
 
     async def _wave(self, wave: list[str], number: int, total: int) -> None:
         started = time.monotonic()
@@ -168,7 +211,7 @@ class Reader:
         summary += f", paced {spacing * 1000:.0f}ms/tab)" if spacing else ")"
         await self.ctx.event(EventCategory.READ, "read_pages", summary, wave=number, waves=total, ok=ok)
 
-    async def _attempt(self, urls: list[str], spacing: float = 0.0) -> None:
+    async def _attempt(self, urls: list[str], spacing: float = 0.0, frame_filter: str | None = None) -> None:
         tabs: list[tuple[str, str]] = []
         try:
             if spacing:
@@ -181,7 +224,7 @@ class Reader:
                 tabs = list(zip(urls, opened, strict=True))
             for url, target_id in tabs:
                 try:
-                    self.results[url] = await read_one(self.browser, target_id, url, self.frame_filter)
+                    self.results[url] = await read_one(self.browser, target_id, url, frame_filter or self.frame_filter)
                     self.errors.pop(url, None)
                 except (PageScriptError, ValueError, KeyError, TimeoutError) as exc:
                     self.errors[url] = str(exc) or type(exc).__name__
