@@ -58,7 +58,10 @@ async def _evaluate_in(session_id: str, cdp: Any, expression: str, context_id: i
     params: dict[str, Any] = {"expression": expression, "returnByValue": True, "awaitPromise": True}
     if context_id is not None:
         params["contextId"] = context_id
-    reply = await cdp.send.Runtime.evaluate(params=params, session_id=session_id)
+    try:
+        reply = await cdp.send.Runtime.evaluate(params=params, session_id=session_id)
+    except Exception as exc:  # CDP error replies (context destroyed, target closed) arrive as plain exceptions
+        raise PageScriptError(str(exc)[:300]) from exc
     if reply.get("exceptionDetails"):
         details = reply["exceptionDetails"]
         message = details.get("exception", {}).get("description") or details.get("text") or "script error"
@@ -76,9 +79,12 @@ async def evaluate_in_frame(browser: BrowserSession, frame: FrameRef, expression
     session = await browser.get_or_create_cdp_session(frame.target_id, focus=False)
     if frame.out_of_process:
         return await _evaluate_in(session.session_id, session.cdp_client, expression)
-    world = await session.cdp_client.send.Page.createIsolatedWorld(
-        params={"frameId": frame.frame_id, "worldName": "openbrowse-reader"}, session_id=session.session_id
-    )
+    try:
+        world = await session.cdp_client.send.Page.createIsolatedWorld(
+            params={"frameId": frame.frame_id, "worldName": "openbrowse-reader"}, session_id=session.session_id
+        )
+    except Exception as exc:
+        raise PageScriptError(f"the frame {frame.url[:200]} went away: {exc}") from exc
     return await _evaluate_in(session.session_id, session.cdp_client, expression, world["executionContextId"])
 
 

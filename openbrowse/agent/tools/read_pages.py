@@ -226,8 +226,8 @@ class Reader:
                 try:
                     self.results[url] = await read_one(self.browser, target_id, url, frame_filter or self.frame_filter)
                     self.errors.pop(url, None)
-                except (PageScriptError, ValueError, KeyError, TimeoutError) as exc:
-                    self.errors[url] = str(exc) or type(exc).__name__
+                except Exception as exc:  # one page's failure never ends the call; it is retried once
+                    self.errors[url] = str(exc)[:300] or type(exc).__name__
         finally:
             if self.home is not None:
                 await _quietly(focus_tab(self.browser, self.home))
