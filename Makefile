@@ -26,6 +26,7 @@ check: deps
 bench: deps
 	$(BIN)/python bench/slot_start.py
 	$(BIN)/python bench/step_overhead.py
+	$(BIN)/python bench/read_pages.py
 
 deps: system-deps venv
 

@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import StartServer
 from tests.e2e.agent_support import create, data_of, messages, token, wait_until_status
-from tests.fakes.llm_request import LLMRequest
+from tests.fakes.llm_request import LLMRequest, find_index
 from tests.fakes.llm_script import agent_step, done, navigate
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
@@ -255,6 +255,8 @@ def test_tab_fan_out_keeps_two_loaded_tabs_and_returns_to_the_base(
             agent_step([{"goto_tab": {"n": 2}}]),
             agent_step([{"goto_tab": {"n": 3}}]),
             agent_step([{"close_tab": {}}]),
+            lambda request: agent_step([{"open_in_new_tab": {"index": find_index(request, "Back to shop")}}]),
+            agent_step([{"close_tab": {}}]),
             done("toured"),
         ],
         when=agent_steps,
@@ -275,6 +277,9 @@ def test_tab_fan_out_keeps_two_loaded_tabs_and_returns_to_the_base(
     assert "Closed the tab; focus is back on the base tab." in requests[6].text
     assert "Green Gizmo" in requests[6].text[requests[6].text.rfind("<browser_state>") :]
     assert [site.state.hosts_of(f"/catalog/item/{n}") for n in (101, 102, 103)] == [[f"127.0.0.1:{site.port}"]] * 3
+    assert f"Opened {site.url}/ in a new tab and focused it" in requests[7].text
+    assert "Welcome to the offline test shop." in requests[7].text[requests[7].text.rfind("<browser_state>") :]
+    assert "Green Gizmo" in requests[8].text[requests[8].text.rfind("<browser_state>") :]
 
 
 COLLECT_SCRIPT = """
