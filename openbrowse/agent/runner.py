@@ -6,6 +6,7 @@ callback object for persistence) and returns a TurnOutcome per turn; it never to
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -47,6 +48,7 @@ from openbrowse.llm.failures import classify, is_provider_failure
 logger = logging.getLogger(__name__)
 
 STEPS_PER_TURN = 500
+START_URL_PROBE_TIMEOUT = 5.0
 PERSISTENT_PROVIDER_FAILURES = 2
 UNUSABLE_REPLIES = 3
 NON_RETRYABLE_STATUSES = frozenset({400, 401, 403, 404, 422})
@@ -273,7 +275,7 @@ class AgentRunner:
         if self._clipboard.get("startUrl") is not None:
             return
         try:
-            url = await self._browser.get_current_page_url()
+            url = await asyncio.wait_for(self._browser.get_current_page_url(), timeout=START_URL_PROBE_TIMEOUT)
         except Exception:
             return
         if capture_start_url(self._clipboard, url):
