@@ -27,6 +27,7 @@ bench: deps
 	$(BIN)/python bench/slot_start.py
 	$(BIN)/python bench/step_overhead.py
 	$(BIN)/python bench/lean_state.py
+	$(BIN)/python bench/read_pages.py
 
 deps: system-deps venv
 

@@ -102,6 +102,13 @@ class Settings(BaseSettings):
     """First slot index. Raise it to run a second instance on a host where another one already uses display
     :10 and ports 5910/6080/9222."""
 
+    NETWORK_POLICY: Literal["open", "public-only"] = "open"
+    """``public-only`` also refuses loopback and private addresses (fetches and navigation); metadata and
+    link-local addresses are refused for fetches in both modes (spec §19.2)."""
+    NETWORK_ALLOWED_HOSTS: str | None = None
+    """Holes in ``public-only``: host names with ``*`` wildcards, IP literals or CIDR blocks, comma-separated.
+    Distinct from ``ALLOWED_HOSTS`` (the HTTP ``Host`` allow-list)."""
+
     CHROME_LIGHT_FLAGS: bool = False
     CHROME_BINARY: str | None = None
     NOVNC_WEB_DIR: Path = Path("/usr/share/novnc")

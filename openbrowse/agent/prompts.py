@@ -58,6 +58,36 @@ OVERLAYS = (
 )
 
 
+READING_PATH = (
+    "Extraction golden path: open the list page, call find_links (with href_contains, or frame_url_contains for "
+    "a list inside an embedded panel) to collect every item link in one call, then read_pages() with no "
+    "arguments to read them all in parallel tabs (48 per call; call it again bare while URLs remain queued), "
+    "then work from the returned data and pages.json instead of visiting items one by one. Never guess values "
+    "that no page showed."
+)
+FETCH_NOTE = (
+    "http_fetch makes one server-side request and saves the body to a file; use it for feeds, JSON or files a "
+    "page links to, never to call a site's backend API instead of reading its pages."
+)
+DELIVERY_NOTE = (
+    "Large tool outputs are saved to files (the reply names them) and shown as a preview; read the file with "
+    "read_file instead of repeating the call. An output you already saw is not repeated."
+)
+
+
+def tool_notes(action_names: Sequence[str]) -> list[str]:
+    """How to use the added tools that are registered in this session."""
+    names = set(action_names)
+    notes: list[str] = []
+    if {"find_links", "read_pages"} <= names:
+        notes.append(READING_PATH)
+    if "http_fetch" in names:
+        notes.append(FETCH_NOTE)
+    if names & {"find_links", "read_pages", "http_fetch"}:
+        notes.append(DELIVERY_NOTE)
+    return notes
+
+
 def stock_prompt() -> str:
     template = (
         importlib.resources.files("browser_use.agent.system_prompts").joinpath("system_prompt.md").read_text("utf-8")
@@ -80,7 +110,7 @@ def system_prompt(*, extension: str | None, action_names: Sequence[str], solver:
     parts = [correct_captcha_claims(stock_prompt(), solver=solver), "<openbrowse>"]
     if extension:
         parts.append(extension.strip())
-    parts += [ACTION_CONTRACT, CARDS, GOAL_NOTE, LIST_PAGES]
+    parts += [ACTION_CONTRACT, CARDS, GOAL_NOTE, LIST_PAGES, *tool_notes(action_names)]
     parts.append("Actions available in this session: " + ", ".join(sorted(action_names)) + ".")
     parts += [OVERLAYS, CLIPBOARD, SOLVER if solver else NO_SOLVER]
     if start_url:

@@ -6,12 +6,13 @@ callback object for persistence) and returns a TurnOutcome per turn; it never to
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,6 +23,7 @@ from browser_use.llm.base import BaseChatModel
 from openbrowse.agent.budget import TurnSpend, over_budget
 from openbrowse.agent.chat import AgentCallLog, AgentChatModel
 from openbrowse.agent.lean_state import LeanState
+from openbrowse.agent.netpolicy import NetworkRules
 from openbrowse.agent.outcome import (
     clip_output,
     completed,
@@ -34,7 +36,9 @@ from openbrowse.agent.preflight import collapse
 from openbrowse.agent.prompts import MAX_ACTIONS_PER_STEP, output_format_block, system_prompt
 from openbrowse.agent.steps import failed_step_entry, step_entry
 from openbrowse.agent.timeouts import TIMEOUTS
-from openbrowse.agent.tools.clipboard import Clipboard, register_clipboard
+from openbrowse.agent.tools import ToolContext, register_tools
+from openbrowse.agent.tools.clipboard import Clipboard, capture_start_url
+from openbrowse.agent.tools.pacing import active_run
 from openbrowse.domain.activity import NO_ACTIVITY, ActivityKind, ActivityReporter
 from openbrowse.domain.failures import Failure, FailureKind
 from openbrowse.domain.feed import EventCategory, FeedEntry, FeedSink, MessageType
@@ -46,6 +50,7 @@ from openbrowse.llm.failures import classify, is_provider_failure
 logger = logging.getLogger(__name__)
 
 STEPS_PER_TURN = 500
+START_URL_PROBE_TIMEOUT = 5.0
 PERSISTENT_PROVIDER_FAILURES = 2
 UNUSABLE_REPLIES = 1
 """Steps abandoned with unusable replies before the turn ends; each step already made up to three calls."""
@@ -77,6 +82,7 @@ class RunSpec:
     sensitive_data: dict[str, str] | None = None
     system_prompt_extension: str | None = None
     captcha_solver: bool = False
+    network: NetworkRules = field(default_factory=NetworkRules)
 
 
 class BudgetExceeded(Exception):
@@ -158,7 +164,8 @@ class AgentRunner:
         self._turn_start = len(agent.history.history)
         max_steps = agent.state.n_steps - 1 + STEPS_PER_TURN
         try:
-            await agent.run(max_steps=max_steps, on_step_start=self._on_step_start, on_step_end=self._on_step_end)
+            with active_run():
+                await agent.run(max_steps=max_steps, on_step_start=self._on_step_start, on_step_end=self._on_step_end)
         except BudgetExceeded as stop:
             return await self._budget_outcome(stop)
         except ProviderGaveUp as gave_up:
@@ -178,7 +185,17 @@ class AgentRunner:
 
     def _build_agent(self, text: str) -> Agent[Any, Any]:
         tools: Tools[Any] = Tools()
-        register_clipboard(tools, self._clipboard)
+        register_tools(
+            tools,
+            ToolContext(
+                session_id=self._spec.session_id,
+                files_dir=self._spec.files_dir,
+                clipboard=self._clipboard,
+                sink=self._sink,
+                network=self._spec.network,
+                captcha_solver=self._spec.captcha_solver,
+            ),
+        )
         start_url = self._clipboard.get("startUrl")
         prompt = system_prompt(
             extension=self._spec.system_prompt_extension,
@@ -219,6 +236,7 @@ class AgentRunner:
     async def _on_step_end(self, agent: Agent[Any, Any]) -> None:
         self._lean.discard(self._browser)
         summary = await self._record_step(agent)
+        await self._capture_start_url()
         await self._callbacks.step_finished(summary)
         total = self._callbacks.total_cost()
         self._spend.record_step(total)
@@ -271,6 +289,17 @@ class AgentRunner:
                     f"{params.get('key')} = {params.get('value')}",
                     key=params.get("key"),
                 )
+
+    async def _capture_start_url(self) -> None:
+        """A task without a URL gets ``startUrl`` from the first real page the agent reached (spec §11.5)."""
+        if self._clipboard.get("startUrl") is not None:
+            return
+        try:
+            url = await asyncio.wait_for(self._browser.get_current_page_url(), timeout=START_URL_PROBE_TIMEOUT)
+        except Exception:
+            return
+        if capture_start_url(self._clipboard, url):
+            await self._event(EventCategory.MEMORY, "startUrl", f"startUrl: {url}")
 
     def _raise_if_provider_gave_up(self) -> None:
         """End the turn early on a persistent provider fault or replies that stay unusable.

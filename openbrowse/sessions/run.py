@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 from browser_use import BrowserSession
 
+from openbrowse.agent.nav_guard import NavigationGuard
+from openbrowse.agent.netpolicy import NetworkRules
 from openbrowse.agent.preflight import follow_up_prompt, goal_sentence
 from openbrowse.agent.replay import replay_preamble
 from openbrowse.agent.runner import AgentRunner, RunSpec, temp_dir_inside
@@ -82,6 +84,8 @@ class AgentEngine:
             label="preflight",
         )
         self._slot: Slot | None = None
+        self._network = NetworkRules.from_settings(settings.NETWORK_POLICY, settings.NETWORK_ALLOWED_HOSTS)
+        self._nav_guard: NavigationGuard | None = None
         self._browser: BrowserSession | None = None
         self._runner: AgentRunner | None = None
         self._goal: asyncio.Task[str] | None = None
@@ -133,6 +137,8 @@ class AgentEngine:
                 self._profile = await ProfileSync.start(
                     self._profiles, self._record.profile_id, self._files, self._slot.cdp_ws_url, self._profile_note
                 )
+            if self._network.guards_navigation:
+                self._nav_guard = await NavigationGuard.start(self._slot.cdp_url, self._network)
             with temp_dir_inside(self._files):
                 self._browser = BrowserSession(
                     cdp_url=self._slot.cdp_url,
@@ -150,6 +156,7 @@ class AgentEngine:
                     sensitive_data=self._record.sensitive_data,
                     system_prompt_extension=self._record.system_prompt_extension,
                     captcha_solver=bool(self._settings.CAPSOLVER_API_KEY),
+                    network=self._network,
                 ),
                 self._browser,
                 self._agent_llm,
@@ -235,6 +242,9 @@ class AgentEngine:
         if browser is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(browser.kill(), timeout=10)
+        nav_guard, self._nav_guard = self._nav_guard, None
+        if nav_guard is not None:
+            await nav_guard.aclose()
         await asyncio.to_thread(_remove_scratch, self._files)
 
     async def _cancel_goal(self) -> None:

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import html
 import itertools
+import json
 from dataclasses import dataclass, field
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware, RequestResponseEndpoint
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp
 
 from tests.support.asgi_thread import ThreadedServer
 
@@ -38,6 +42,22 @@ class ShopState:
     orders: list[dict[str, str]] = field(default_factory=list)
     submissions: list[dict[str, str]] = field(default_factory=list)
     order_numbers: itertools.count[int] = field(default_factory=lambda: itertools.count(1001))
+    hits: list[tuple[str, str]] = field(default_factory=list)
+    """(Host header, path) of every request the shop served."""
+
+    def hosts_of(self, path: str) -> list[str]:
+        return [host for host, hit in self.hits if hit == path]
+
+
+BIG_PAGE_ROWS = 50000
+
+
+def big_page() -> HTMLResponse:
+    """About 3 MB of HTML: a catalogue dump that must be capped and saved to a file, never shown whole."""
+    rows = "".join(
+        f"<tr><td>Part {n}</td><td>SKU-{n:06d}</td><td>{n % 97}.50 EUR</td></tr>" for n in range(BIG_PAGE_ROWS)
+    )
+    return page("Parts catalogue (full dump)", f"<table>{rows}</table>")
 
 
 def shop_app(state: ShopState, panel_url: str) -> Starlette:
@@ -124,10 +144,49 @@ def shop_app(state: ShopState, panel_url: str) -> Starlette:
         )
 
     async def with_panel(request: Request) -> Response:
+        source = panel_url
+        if request.query_params.get("embed") == "localhost":  # another site: an out-of-process frame
+            source = panel_url.replace("127.0.0.1", "localhost")
         return page(
             "Jobs board",
             f"<p>Open positions are listed in the panel below.</p>"
-            f'<iframe src="{panel_url}/panel" width="900" height="400" title="jobs panel"></iframe>',
+            f'<iframe src="{source}/panel" width="900" height="400" title="jobs panel"></iframe>',
+        )
+
+    async def big(request: Request) -> Response:
+        return big_page()
+
+    async def prices(request: Request) -> Response:
+        return JSONResponse({key: {"name": name, "price": price} for key, (name, price) in PRODUCTS.items()})
+
+    async def with_pixel(request: Request) -> Response:
+        pixel = request.query_params.get("src", "")
+        return page(
+            "Pixel page", f'<p>A page with an image from elsewhere.</p><img src="{html.escape(pixel)}" alt="p">'
+        )
+
+    async def pixel(request: Request) -> Response:
+        return Response(b"GIF89a", media_type="image/gif")
+
+    async def lazy(request: Request) -> Response:
+        return lazy_list()
+
+    async def lazy_item(request: Request) -> Response:
+        return page(f"Lazy item {request.path_params['n']}", "<p>One item of the lazy list.</p>")
+
+    async def catalog(request: Request) -> Response:
+        count = int(request.query_params.get("n", "48"))
+        items = "".join(f'<li><a href="/catalog/item/{n}">Catalog item {n}</a></li>' for n in range(1, count + 1))
+        return page("Catalog", f"<ul>{items}</ul>")
+
+    async def catalog_page(request: Request) -> Response:
+        return catalog_item(int(request.path_params["n"]))
+
+    async def shell(request: Request) -> Response:
+        detail = panel_url.replace("127.0.0.1", "localhost") + f"/detail/{request.path_params['n']}"
+        return page(
+            "Product viewer",
+            f'<p>Loading the details panel.</p><iframe src="{detail}" width="800" height="300"></iframe>',
         )
 
     async def colour(request: Request) -> Response:
@@ -148,20 +207,88 @@ def shop_app(state: ShopState, panel_url: str) -> Starlette:
             Route("/form", contact_sent, methods=["POST"]),
             Route("/jobs", with_panel),
             Route("/colour", colour),
-        ]
+            Route("/big", big),
+            Route("/prices.json", prices),
+            Route("/with-pixel", with_pixel),
+            Route("/pixel.gif", pixel),
+            Route("/lazy", lazy),
+            Route("/shell/{n}", shell),
+            Route("/lazy/item/{n}", lazy_item),
+            Route("/catalog", catalog),
+            Route("/catalog/item/{n:int}", catalog_page),
+        ],
+        middleware=[Middleware(HitLog, state=state)],
+    )
+
+
+class HitLog(BaseHTTPMiddleware):
+    def __init__(self, app: ASGIApp, state: ShopState) -> None:
+        super().__init__(app)
+        self._state = state
+
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        self._state.hits.append((request.headers.get("host", ""), request.url.path))
+        return await call_next(request)
+
+
+PANEL_JOBS = 24
+LAZY_ITEMS, LAZY_BATCH = 60, 20
+
+
+def lazy_list() -> HTMLResponse:
+    """A list that grows by 20 items each time the reader scrolls to its end, up to 60; item 1 is linked twice."""
+    script = f"""
+<script>
+let shown = 0; let busy = false;
+function more() {{
+  const list = document.getElementById('items');
+  for (let i = 0; i < {LAZY_BATCH} && shown < {LAZY_ITEMS}; i++) {{
+    shown++;
+    const li = document.createElement('li'); li.style.height = '60px';
+    li.innerHTML = '<a href="/lazy/item/' + shown + '">Lazy item ' + shown + '</a>';
+    list.appendChild(li);
+  }}
+}}
+more();
+window.addEventListener('scroll', () => {{
+  if (busy || window.innerHeight + window.scrollY < document.body.scrollHeight - 100) return;
+  busy = true; setTimeout(() => {{ more(); busy = false; }}, 150);
+}});
+</script>"""
+    return page("Lazy list", f'<ul id="items"></ul><p>Back to <a href="/lazy/item/1">the first item</a>.</p>{script}')
+
+
+def catalog_item(number: int) -> HTMLResponse:
+    product = {
+        "@context": "https://schema.org",
+        "@type": "Product",
+        "name": f"Catalog item {number}",
+        "sku": f"CAT-{number:03d}",
+        "offers": {"@type": "Offer", "price": f"{number}.99", "priceCurrency": "EUR"},
+    }
+    description = " ".join(f"Item {number} is a sturdy part made for long service." for _ in range(6))
+    return HTMLResponse(
+        f"<!doctype html><html><head><title>Catalog item {number}</title>"
+        f'<script type="application/ld+json">{json.dumps(product)}</script></head>'
+        f"<body><h1>Catalog item {number}</h1><p>Price: {number}.99 EUR</p><p>{description}</p>"
+        '<p><a href="/catalog">Back to the catalog</a></p></body></html>'
     )
 
 
 def panel_app() -> Starlette:
     async def panel(request: Request) -> Response:
-        jobs = "".join(f'<li><a href="/job/{n}">Engineer {n}</a></li>' for n in range(1, 4))
+        jobs = "".join(f'<li><a href="/job/{n}">Engineer {n}</a></li>' for n in range(1, PANEL_JOBS + 1))
         return page("Panel", f"<ul>{jobs}</ul>")
 
     async def job(request: Request) -> Response:
         number = request.path_params["n"]
         return page(f"Engineer {number}", f"<p>Engineer {number} builds things. Location: Remote.</p>")
 
-    return Starlette(routes=[Route("/panel", panel), Route("/job/{n}", job)])
+    async def detail(request: Request) -> Response:
+        number = request.path_params["n"]
+        return page(f"Detail {number}", f"<p>Detail {number}: weight {number} kg, made of oak.</p>")
+
+    return Starlette(routes=[Route("/panel", panel), Route("/job/{n}", job), Route("/detail/{n}", detail)])
 
 
 class FixtureSites:
@@ -175,6 +302,14 @@ class FixtureSites:
     @property
     def url(self) -> str:
         return self._shop.url
+
+    @property
+    def port(self) -> int:
+        return self._shop.port
+
+    @property
+    def panel_port(self) -> int:
+        return self._panel.port
 
     @property
     def panel_url(self) -> str:

@@ -22,6 +22,14 @@ def start_url_of(task: str) -> str | None:
     return match.group(0).rstrip(_TRAILING) if match else None
 
 
+def capture_start_url(clipboard: Clipboard, url: str | None) -> bool:
+    """Seed ``startUrl`` from the first non-``about:`` http(s) page when the task named none."""
+    if clipboard.get("startUrl") is not None or not url or not url.startswith(("http://", "https://")):
+        return False
+    clipboard.seed("startUrl", url)
+    return True
+
+
 class Clipboard:
     """Per-session key/value store. Keys starting with ``_`` or ``found_links`` are internal and read-only."""
 

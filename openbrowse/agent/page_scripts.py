@@ -1,0 +1,96 @@
+"""JavaScript the reading tools run inside pages and frames (kept apart from the Python that sends it)."""
+
+from __future__ import annotations
+
+import json
+
+SCROLL_ROUNDS = 8
+SCROLL_PAUSE_MS = 600
+
+# Scroll the document (and its largest scrollable box) until the anchor count stops growing.
+SCROLL_UNTIL_STABLE = f"""
+(async () => {{
+  const count = () => document.querySelectorAll('a[href]').length;
+  const scrollers = () => [document.scrollingElement || document.documentElement,
+    ...Array.from(document.querySelectorAll('*')).filter(e => e.scrollHeight > e.clientHeight + 40 &&
+      ['auto', 'scroll'].includes(getComputedStyle(e).overflowY))];
+  let before = count(), rounds = 0;
+  for (; rounds < {SCROLL_ROUNDS}; rounds++) {{
+    for (const box of scrollers()) box.scrollTop = box.scrollHeight;
+    window.scrollTo(0, document.body ? document.body.scrollHeight : 0);
+    await new Promise(r => setTimeout(r, {SCROLL_PAUSE_MS}));
+    const now = count();
+    if (now <= before) break;
+    before = now;
+  }}
+  window.scrollTo(0, 0);
+  return {{anchors: count(), rounds}};
+}})()
+"""
+
+
+def collect_links(attr: str | None, visible_only: bool) -> str:
+    """A function body for ``callFunctionOn`` / an expression: every anchor below ``this`` (or the document)."""
+    return f"""
+function() {{
+  const root = (this && this.querySelectorAll) ? this : document;
+  const attr = {json.dumps(attr)};
+  const visibleOnly = {json.dumps(visible_only)};
+  const out = [];
+  for (const a of root.querySelectorAll(attr ? 'a[href], [' + attr + ']' : 'a[href]')) {{
+    const raw = attr ? a.getAttribute(attr) : a.href;
+    if (!raw) continue;
+    let href;
+    try {{ href = new URL(raw, document.baseURI).href; }} catch (e) {{ continue; }}
+    if (visibleOnly) {{
+      const r = a.getBoundingClientRect();
+      if (!r.width || !r.height || getComputedStyle(a).visibility === 'hidden') continue;
+    }}
+    const text = (a.innerText || a.textContent || a.getAttribute('aria-label') || a.title || '').trim()
+      .replace(/\\s+/g, ' ').slice(0, 200);
+    out.push({{href, text}});
+  }}
+  return {{links: out, anchors: document.querySelectorAll('a[href]').length,
+           iframes: document.querySelectorAll('iframe').length, url: location.href}};
+}}
+"""
+
+
+READ_PAGE = """
+(() => {
+  const jsonld = [];
+  for (const s of document.querySelectorAll('script[type="application/ld+json"]')) {
+    try { jsonld.push(JSON.parse(s.textContent)); } catch (e) {}
+  }
+  const links = Array.from(document.querySelectorAll('a[href]')).map(a => a.href)
+    .filter(h => h.startsWith('http')).slice(0, 500);
+  const text = (document.body ? document.body.innerText : '') || '';
+  return {url: location.href, title: document.title, text: text.slice(0, 60000), jsonld, links,
+          readyState: document.readyState, textChars: text.length,
+          iframes: document.querySelectorAll('iframe').length};
+})()
+"""
+
+RENDER_PROBE = """
+(() => ({ready: document.readyState, chars: document.body ? document.body.innerText.length : 0}))()
+"""
+
+
+def read_when_ready(timeout_ms: int, min_chars: int) -> str:
+    """Wait in the page until it is loaded and its text stopped growing (100 ms apart), then read it."""
+    return f"""
+(async () => {{
+  const deadline = Date.now() + {timeout_ms};
+  const chars = () => document.body ? document.body.innerText.length : 0;
+  let last = -1;
+  while (Date.now() < deadline) {{
+    if (document.readyState === 'complete') {{
+      const now = chars();
+      if (now >= {min_chars} && now === last) break;
+      last = now;
+    }}
+    await new Promise(r => setTimeout(r, 100));
+  }}
+  return {READ_PAGE.strip()};
+}})()
+"""

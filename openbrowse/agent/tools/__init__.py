@@ -1,0 +1,30 @@
+"""The agent's own tools (spec §11), one per module; :func:`register_tools` is the only place they are wired."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from openbrowse.agent.guard import Guard, install_guard
+from openbrowse.agent.tools.clipboard import register_clipboard
+from openbrowse.agent.tools.context import ToolContext
+from openbrowse.agent.tools.find_links import register_find_links
+from openbrowse.agent.tools.http_fetch import register_http_fetch
+from openbrowse.agent.tools.read_pages import register_read_pages
+from openbrowse.agent.tools.run_code import register_run_code
+from openbrowse.agent.tools.tab_fanout import register_tab_fanout
+
+if TYPE_CHECKING:
+    from browser_use import Tools
+
+__all__ = ["ToolContext", "register_tools"]
+
+
+def register_tools(tools: Tools[Any], ctx: ToolContext) -> Guard:
+    """Register every added tool on ``tools``, then install the guard layer last so it wraps them all."""
+    register_clipboard(tools, ctx.clipboard)
+    register_http_fetch(tools, ctx)
+    register_find_links(tools, ctx)
+    register_read_pages(tools, ctx)
+    register_tab_fanout(tools, ctx)
+    register_run_code(tools, ctx)
+    return install_guard(tools, ctx.files_dir)

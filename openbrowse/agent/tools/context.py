@@ -1,0 +1,31 @@
+"""What every added tool receives: the session's file area, network rules, clipboard and feed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openbrowse.agent.netpolicy import NetworkRules
+from openbrowse.agent.tools.clipboard import Clipboard
+from openbrowse.agent.tools.pacing import active_runs
+from openbrowse.agent.tools.reading_state import ReadingState
+from openbrowse.domain.feed import EventCategory, FeedEntry, FeedSink
+from openbrowse.domain.ids import SessionId
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    session_id: SessionId
+    files_dir: Path
+    clipboard: Clipboard
+    sink: FeedSink
+    network: NetworkRules = field(default_factory=NetworkRules)
+    captcha_solver: bool = False
+    reading: ReadingState = field(default_factory=ReadingState)
+    active_sessions: Callable[[], int] = active_runs
+    """How many sessions run on this host now (read_pages paces its tabs only under real contention)."""
+
+    async def event(self, category: EventCategory, action: str, summary: str, **data: Any) -> None:
+        await self.sink.append(self.session_id, FeedEntry.event(category, action, summary, **data))

@@ -1,0 +1,318 @@
+"""``read_pages(urls?, frame_url_contains?)`` (spec §11.2): up to 48 pages per call, read in waves of up to 6
+real foreground tabs; a bare call reads the last find_links set and queues the rest, and the next bare call
+resumes the queue. Every page read joins ``pages.json``; every attempt is recorded in ``read_pages_status.json``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from browser_use import BrowserSession
+from browser_use.agent.views import ActionResult
+from browser_use.filesystem.file_system import FileSystem
+from pydantic import BaseModel, Field
+
+from openbrowse.agent.browser_pages import (
+    MIN_RENDER_CHARS,
+    RENDER_TIMEOUT,
+    FrameRef,
+    PageScriptError,
+    close_tab,
+    evaluate,
+    evaluate_in_frame,
+    focus_tab,
+    frames_of,
+    open_tab,
+)
+from openbrowse.agent.delivery import envelope, save
+from openbrowse.agent.page_scripts import READ_PAGE, read_when_ready
+from openbrowse.agent.timeouts import TIMEOUTS
+from openbrowse.agent.tools.pacing import tab_spacing
+from openbrowse.domain.feed import EventCategory
+
+if TYPE_CHECKING:
+    from browser_use import Tools
+
+    from openbrowse.agent.tools.context import ToolContext
+
+MAX_URLS = 48
+WAVE_SIZE = 6
+MIN_TIME_FOR_WAVE = 30.0
+PANEL_ATTACH_TIMEOUT = 10.0
+PAGES_FILE = "pages.json"
+STATUS_FILE = "read_pages_status.json"
+
+
+class ReadPagesParams(BaseModel):
+    urls: list[str] | None = Field(
+        default=None, description="Pages to read (max 48). Omit to read the last find_links set / resume the queue."
+    )
+    frame_url_contains: str | None = Field(
+        default=None, description="Read inside the embedded frame whose URL contains this text."
+    )
+
+
+@dataclass
+class Batch:
+    urls: list[str]
+    explicit: bool
+    dropped: int = 0
+    beyond_cap: int = 0
+
+
+def choose_batch(ctx: ToolContext, params: ReadPagesParams) -> Batch | str:
+    """The URLs this call reads, or a message when there is nothing to read."""
+    reading = ctx.reading
+    if params.urls:
+        kept = [u.strip() for u in params.urls if u.strip().startswith(("http://", "https://"))]
+        if not kept:
+            raise RuntimeError("read_pages needs http(s) URLs; every entry given was something else.")
+        unique = list(dict.fromkeys(kept))
+        return Batch(unique[:MAX_URLS], True, len(params.urls) - len(kept), max(0, len(unique) - MAX_URLS))
+    if reading.queue is None:
+        if not reading.found:
+            raise RuntimeError("Nothing to read: call find_links first, or pass urls.")
+        reading.queue = list(dict.fromkeys(reading.default_urls()))
+    if not reading.queue:
+        return "Nothing left to read: the queue is drained. Call find_links for a new set, or pass urls."
+    batch, reading.queue = reading.queue[:MAX_URLS], reading.queue[MAX_URLS:]
+    return Batch(batch, False)
+
+
+async def read_one(browser: BrowserSession, target_id: str, url: str, frame_filter: str | None) -> dict[str, Any]:
+    """Focus the tab and read it once it rendered (inside the matching panel when filtered)."""
+    await focus_tab(browser, target_id)
+    deadline = time.monotonic() + RENDER_TIMEOUT
+    page: Any = None
+    while time.monotonic() < deadline:
+        remaining_ms = int((deadline - time.monotonic()) * 1000)
+        try:
+            page = await evaluate(browser, read_when_ready(remaining_ms, MIN_RENDER_CHARS), target_id)
+        except PageScriptError:  # the document was replaced mid-read (navigation committed): read the new one
+            page = None
+        if isinstance(page, dict) and not str(page.get("url", "")).startswith("about:"):
+            break
+        await asyncio.sleep(0.2)
+    if not isinstance(page, dict) or str(page.get("url", "")).startswith("about:"):
+        raise PageScriptError("the page did not load within 25 s")
+    page["frameMatched"] = False
+    if frame_filter and frame_filter not in str(page.get("url", "")):  # a panel's own page is read directly
+        frames = await _panel_frames(browser, target_id, frame_filter)
+        if not frames:
+            raise PageScriptError(f"the embedded panel '{frame_filter}' never attached")
+        inner = await evaluate_in_frame(browser, frames[0], READ_PAGE)
+        if isinstance(inner, dict):
+            page.update(text=inner["text"], jsonld=inner["jsonld"] or page["jsonld"], links=inner["links"])
+            page["textChars"], page["frameMatched"] = inner["textChars"], True
+    if not page.get("text"):
+        raise PageScriptError("the page rendered no text within 25 s")
+    panels: list[str] = []
+    if not page["frameMatched"] and page.get("iframes"):
+        panels = [f.url for f in await frames_of(browser, target_id) if f.cross_origin]
+    return {
+        "panels": panels,
+        "url": url,
+        "finalUrl": page.get("url"),
+        "title": page.get("title", ""),
+        "text": page.get("text", ""),
+        "jsonld": page.get("jsonld", []),
+        "links": page.get("links", []),
+        "frameMatched": page["frameMatched"],
+    }
+
+
+async def _panel_frames(browser: BrowserSession, target_id: str, needle: str) -> list[FrameRef]:
+    deadline = time.monotonic() + PANEL_ATTACH_TIMEOUT
+    while True:
+        frames = [f for f in await frames_of(browser, target_id) if needle in f.url]
+        if frames or time.monotonic() > deadline:
+            return frames
+        await asyncio.sleep(0.3)
+
+
+class Reader:
+    """One read_pages call: waves of tabs against a time budget, then one retry pass for failures."""
+
+    def __init__(self, ctx: ToolContext, browser: BrowserSession, frame_filter: str | None) -> None:
+        self.ctx = ctx
+        self.browser = browser
+        self.frame_filter = frame_filter
+        self.deadline = time.monotonic() + TIMEOUTS.read_pages
+        self.results: dict[str, dict[str, Any]] = {}
+        self.errors: dict[str, str] = {}
+        self.home = browser.agent_focus_target_id
+
+    async def run(self, urls: list[str]) -> list[str]:
+        """Read ``urls``; return the ones never attempted because the budget ran out."""
+        waves = [urls[i : i + WAVE_SIZE] for i in range(0, len(urls), WAVE_SIZE)]
+        for number, wave in enumerate(waves, 1):
+            if self.deadline - time.monotonic() < MIN_TIME_FOR_WAVE:
+                return [u for w in waves[number - 1 :] for u in w]
+            await self._wave(wave, number, len(waves))
+        for url in [u for u in urls if u in self.errors]:
+            if self.deadline - time.monotonic() < MIN_TIME_FOR_WAVE:
+                break
+            await self._attempt([url])
+        await self._recover_shells(urls)
+        await self._reread_missing_jsonld(urls)
+        return []
+
+    async def _recover_shells(self, urls: list[str]) -> None:
+        """Pages that all read the same outer shell while a cross-origin panel holds the content: read inside it."""
+        if self.frame_filter:
+            return
+        groups: dict[str, list[str]] = {}
+        for url in urls:
+            page = self.results.get(url)
+            if page is not None and page["panels"]:
+                groups.setdefault(" ".join(page["text"].split()), []).append(url)
+        shells = [url for group in groups.values() if len(group) >= 2 for url in group]
+        recovered = 0
+        for url in shells:
+            if self.deadline - time.monotonic() < MIN_TIME_FOR_WAVE:
+                break
+            panel_host = urlsplit(self.results[url]["panels"][0]).netloc
+            del self.results[url]
+            await self._attempt([url], frame_filter=panel_host)
+            if url in self.results:
+                recovered += 1
+            else:
+                self.errors[url] = f"shell read: the content is in an embedded panel ({panel_host}) that never attached"
+        if shells:
+            summary = f"read_pages: {len(shells)} shell read(s) detected, {recovered} recovered inside their panel"
+            await self.ctx.event(EventCategory.READ, "read_pages", summary, shells=len(shells), recovered=recovered)
+
+    async def _reread_missing_jsonld(self, urls: list[str]) -> None:
+        """A page without JSON-LD while most of its siblings have it is re-navigated once."""
+        read = [self.results[u] for u in urls if u in self.results]
+        with_jsonld = sum(1 for page in read if page["jsonld"])
+        if not with_jsonld or with_jsonld * 2 < len(read):
+            return
+        for page in [p for p in read if not p["jsonld"]]:
+            if self.deadline - time.monotonic() < MIN_TIME_FOR_WAVE:
+                break
+            await self._attempt([page["url"]])
+
+    async def _wave(self, wave: list[str], number: int, total: int) -> None:
+        started = time.monotonic()
+        spacing = tab_spacing(len(wave), self.ctx.active_sessions())
+        await self._attempt(wave, spacing)
+        ok = sum(1 for u in wave if u in self.results)
+        inside = sum(1 for u in wave if self.results.get(u, {}).get("frameMatched"))
+        summary = f"read_pages wave {number}/{total}: {ok} of {len(wave)} pages ok"
+        if inside:
+            summary += f", {inside} read inside their embedded panel"
+        summary += f" ({time.monotonic() - started:.1f}s"
+        summary += f", paced {spacing * 1000:.0f}ms/tab)" if spacing else ")"
+        await self.ctx.event(EventCategory.READ, "read_pages", summary, wave=number, waves=total, ok=ok)
+
+    async def _attempt(self, urls: list[str], spacing: float = 0.0, frame_filter: str | None = None) -> None:
+        tabs: list[tuple[str, str]] = []
+        try:
+            if spacing:
+                for index, url in enumerate(urls):
+                    if index:
+                        await asyncio.sleep(spacing)
+                    tabs.append((url, await open_tab(self.browser, url)))
+            else:
+                opened = await asyncio.gather(*(open_tab(self.browser, url) for url in urls))
+                tabs = list(zip(urls, opened, strict=True))
+            for url, target_id in tabs:
+                try:
+                    self.results[url] = await read_one(self.browser, target_id, url, frame_filter or self.frame_filter)
+                    self.errors.pop(url, None)
+                except Exception as exc:  # one page's failure never ends the call; it is retried once
+                    self.errors[url] = str(exc)[:300] or type(exc).__name__
+        finally:
+            if self.home is not None:
+                await _quietly(focus_tab(self.browser, self.home))
+            await asyncio.gather(*(close_tab(self.browser, target_id) for _, target_id in tabs))
+
+
+async def _quietly(step: Any) -> None:
+    try:
+        await step
+    except Exception:
+        return
+
+
+def _status(url: str, page: dict[str, Any] | None, error: str | None) -> dict[str, Any]:
+    if page is None:
+        return {"url": url, "ok": False, "error": error or "not read"}
+    return {
+        "url": url,
+        "ok": True,
+        "textChars": len(page["text"]),
+        "jsonld": len(page["jsonld"]),
+        "frameMatched": page["frameMatched"],
+        "links": len(page["links"]),
+        "sourceRow": None,
+    }
+
+
+async def run_read_pages(
+    ctx: ToolContext, params: ReadPagesParams, browser: BrowserSession, file_system: FileSystem | None
+) -> str:
+    batch = choose_batch(ctx, params)
+    if isinstance(batch, str):
+        return batch
+    frame_filter = params.frame_url_contains or (None if batch.explicit else ctx.reading.found_frame)
+    reader = Reader(ctx, browser, frame_filter)
+    unattempted = await reader.run(batch.urls)
+    if unattempted and not batch.explicit:
+        ctx.reading.queue = unattempted + (ctx.reading.queue or [])
+    reading = ctx.reading
+    for url in batch.urls:
+        page = reader.results.get(url)
+        error = "not attempted — call again" if url in unattempted else reader.errors.get(url)
+        reading.statuses[url] = _status(url, page, error)
+        if page is not None:
+            reading.pages[url] = page
+    save(ctx.files_dir, PAGES_FILE, json.dumps(list(reading.pages.values()), ensure_ascii=False), file_system)
+    save(ctx.files_dir, STATUS_FILE, json.dumps(list(reading.statuses.values()), ensure_ascii=False), file_system)
+    return envelope(_note(batch, reader, unattempted, ctx), PAGES_FILE, [reading.statuses[u] for u in batch.urls])
+
+
+def _note(batch: Batch, reader: Reader, unattempted: list[str], ctx: ToolContext) -> str:
+    ok = len(reader.results)
+    note = f"Read {ok} of {len(batch.urls)} page(s); all pages read this session are in {PAGES_FILE}"
+    note += f" (per-page status in {STATUS_FILE})."
+    failed = len(batch.urls) - ok - len(unattempted)
+    if failed:
+        note += f" {failed} failed after a retry."
+    if unattempted:
+        note += f" {len(unattempted)} not attempted (time budget) — call again."
+    if batch.dropped:
+        note += f" {batch.dropped} non-http(s) entr(ies) dropped."
+    if batch.beyond_cap:
+        note += f" Only the first {MAX_URLS} were read; pass the other {batch.beyond_cap} in another call."
+    if not batch.explicit:
+        remaining = len(ctx.reading.queue or [])
+        note += (
+            f" {remaining} URL(s) remain queued: call read_pages() with no arguments to continue."
+            if remaining
+            else " The queue is drained."
+        )
+    return note
+
+
+def register_read_pages(tools: Tools[Any], ctx: ToolContext) -> None:
+    async def read_pages(
+        params: ReadPagesParams, browser_session: BrowserSession, file_system: FileSystem
+    ) -> ActionResult:
+        reply = await run_read_pages(ctx, params, browser_session, file_system)
+        return ActionResult(
+            extracted_content=reply, long_term_memory="read_pages", include_extracted_content_only_once=True
+        )
+
+    read_pages.__annotations__.update(browser_session=BrowserSession, file_system=FileSystem)
+    tools.action(
+        "Read many pages at once (title, text, JSON-LD, links) in real tabs, up to 48 per call: pass urls, or "
+        "omit them to read the last find_links set; a bare call resumes the queue. Results go to pages.json.",
+        param_model=ReadPagesParams,
+    )(read_pages)
