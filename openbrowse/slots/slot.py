@@ -24,6 +24,7 @@ import asyncio
 import logging
 import os
 import shutil
+from collections.abc import Awaitable, Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,11 +42,15 @@ if TYPE_CHECKING:
     from openbrowse.config import Settings
     from openbrowse.slots.ledger import Ledger
 
-__all__ = ["Slot", "SlotState"]
+__all__ = ["START_STAGES", "Slot", "SlotState", "StageHook"]
 
 logger = logging.getLogger(__name__)
 
 ESSENTIAL = frozenset({"Xvfb", "Chromium"})
+
+# The points of a start at which ``on_stage`` is awaited, in order (x11vnc only when the live view starts too).
+START_STAGES = ("xvfb-spawned", "xvfb-ready", "x11vnc-spawned", "chromium-spawned", "chromium-ready")
+StageHook = Callable[[str], Awaitable[None]]
 
 # What children inherit from the service's environment. API keys and other secrets stay out of Chromium's.
 INHERITED_ENV = frozenset(
@@ -84,8 +89,12 @@ class SlotState(StrEnum):
 class Slot:
     """The processes of display slot ``index`` (absolute index: pool base index + local index)."""
 
-    def __init__(self, settings: Settings, index: int, *, ledger: Ledger | None = None) -> None:
+    def __init__(
+        self, settings: Settings, index: int, *, ledger: Ledger | None = None, on_stage: StageHook | None = None
+    ) -> None:
+        """``on_stage`` is awaited at each of :data:`START_STAGES` (tests use it to cancel a start right there)."""
         self.settings = settings
+        self._on_stage = on_stage
         self.layout = SlotLayout(index)
         self.tag = slot_tag(settings.run_dir, index)
         self.directory: Path = settings.run_dir / "slots" / f"slot-{index}"
@@ -237,13 +246,18 @@ class Slot:
         self._display.spawn_xvfb()
         if vnc:
             self._display.spawn_websockify()
+        await self._stage("xvfb-spawned")
         await asyncio.to_thread(prepare_fresh_dir, self.directory)
         await asyncio.to_thread(prepare_fresh_dir, self.temp_dir)
         await self._display.wait_xvfb()
+        await self._stage("xvfb-ready")
         if vnc:
             self._display.spawn_x11vnc()
+            await self._stage("x11vnc-spawned")
         self._browser.spawn()
+        await self._stage("chromium-spawned")
         await self._browser.wait_ready()
+        await self._stage("chromium-ready")
         if vnc:
             await self._display.wait_vnc()
         self._state = SlotState.RUNNING
@@ -258,6 +272,10 @@ class Slot:
             self.novnc_port if vnc else "off",
             loop.time() - started,
         )
+
+    async def _stage(self, name: str) -> None:
+        if self._on_stage is not None:
+            await self._on_stage(name)
 
     # -- live view ------------------------------------------------------------------------------------------
     async def ensure_vnc(self) -> None:

@@ -16,7 +16,7 @@ from websockets.typing import Subprotocol
 from openbrowse.config import Settings
 from openbrowse.errors import BrowserUnavailable, ProcessDied, ProcessStartError
 from openbrowse.slots.probes import loopback_http_json
-from openbrowse.slots.slot import Slot, SlotState
+from openbrowse.slots.slot import START_STAGES, Slot, SlotState
 
 from .conftest import instance_processes, live_children, needs_display, open_fds
 
@@ -260,16 +260,32 @@ async def test_missing_chrome_binary_names_the_setting(settings: Settings, base_
     assert instance_processes(settings) == []
 
 
-async def test_cancelled_start_leaves_nothing(settings: Settings, base_index: int) -> None:
-    slot = Slot(settings, base_index)
-    for delay in (0.05, 0.2, 0.5):
-        task = asyncio.create_task(slot.start())
-        await asyncio.sleep(delay)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        assert slot.state is SlotState.STOPPED
-        assert instance_processes(settings) == []
+@pytest.mark.parametrize("stage", START_STAGES)
+async def test_cancelled_start_leaves_nothing(settings: Settings, base_index: int, stage: str) -> None:
+    """Cancel the start while it sits at each of its own stages (never after a guessed delay)."""
+    reached = asyncio.Event()
+    alive_then: list[str] = []
+
+    async def hold_at(name: str) -> None:
+        if name == stage:
+            alive_then.extend(sorted(p.name for p in slot.processes() if p.running))
+            reached.set()
+            await asyncio.Event().wait()  # parked here until the test cancels the start
+
+    slot = Slot(settings, base_index, on_stage=hold_at)
+    task = asyncio.create_task(slot.start())
+    await asyncio.wait_for(reached.wait(), 60)
+    assert alive_then  # the stage really had processes up
+    if stage in {"chromium-spawned", "chromium-ready"}:
+        assert "Chromium" in alive_then
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert slot.state is SlotState.STOPPED
+    assert instance_processes(settings) == []
+    assert live_children() == []
+    reached.clear()
+    stage = ""  # the same slot starts normally afterwards
     async with slot:
         assert slot.running
 
