@@ -68,9 +68,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             db = await stack.enter_async_context(Database(settings.db_path))
             session_repo = SessionRepo(db)
             feed_repo = FeedRepo(db)
-            stack.push_async_callback(asyncio.to_thread, empty_temp_dir, settings.data_dir)
             pool = await stack.enter_async_context(SlotPool(settings, base_index=settings.SLOT_BASE_INDEX))
-            await asyncio.to_thread(empty_temp_dir, settings.data_dir)  # the pool's lock says the dir is ours
+            # Only now does the pool's run lock say the data dir is ours: a second instance never empties it.
+            stack.push_async_callback(asyncio.to_thread, empty_temp_dir, settings.data_dir)
+            await asyncio.to_thread(empty_temp_dir, settings.data_dir)
             engines = await stack.enter_async_context(EngineLoader(settings, session_repo, feed_repo))
             runtime = WorkerRuntime(
                 settings=settings,
