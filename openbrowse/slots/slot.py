@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from openbrowse.errors import ProcessDied
 from openbrowse.slots.chromium import BrowserProcess, find_browser_binary, prepare_fresh_dir
 from openbrowse.slots.display import DisplayStack
+from openbrowse.slots.foreign import SlotBlocked, describe_blockers, find_blockers
 from openbrowse.slots.layout import SCREEN_HEIGHT, SCREEN_WIDTH, SlotLayout
 from openbrowse.slots.ledger import TAG_ENV, instance_id, kill_tagged, slot_tag
 from openbrowse.slots.process import ManagedProcess, run_shielded
@@ -150,6 +151,28 @@ class Slot:
         return scratch_dir(self.settings.run_dir, self.index)
 
     @property
+    def tcp_ports(self) -> tuple[int, ...]:
+        """The TCP ports the slot listens on (127.0.0.1): noVNC and CDP."""
+        return (self.layout.novnc_port, self.layout.cdp_port)
+
+    def taken(self) -> list[str]:
+        """What of this (stopped) slot another program holds, e.g. ``["port 9222"]`` (cheap; no ``/proc`` scan)."""
+        return find_blockers(self.layout, self.tcp_ports)
+
+    def blocker(self) -> str | None:
+        """Why another program makes this (stopped) slot unusable, or None. Scans ``/proc`` when something is."""
+        if not self.taken():
+            return None
+        return describe_blockers(self.layout, self.tcp_ports)
+
+    def check_not_blocked(self) -> None:
+        """Raise :class:`SlotBlocked` if a foreign program holds the display or a port (it is never killed)."""
+        problem = self.blocker()
+        if problem is not None:
+            logger.error("%s", problem)
+            raise SlotBlocked(problem)
+
+    @property
     def state(self) -> SlotState:
         return self._state
 
@@ -218,6 +241,7 @@ class Slot:
         loop = asyncio.get_running_loop()
         started = loop.time()
         binary = find_browser_binary(self.settings)  # BrowserUnavailable before anything is spawned
+        self.check_not_blocked()
         self._state = SlotState.STARTING
         self._died = loop.create_future()
         env = child_environment(self.tag)
