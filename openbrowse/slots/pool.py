@@ -36,6 +36,7 @@ from openbrowse.errors import BrowserUnavailable
 from openbrowse.slots.ledger import Ledger, cleanup_leftovers
 from openbrowse.slots.process import run_shielded
 from openbrowse.slots.slot import SCRATCH_ROOT, Slot, scratch_dir
+from openbrowse.slots.vnc_access import vnc_socket_dir
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -210,6 +211,7 @@ class SlotPool:
             )
             self.ledger.reset()
             await asyncio.to_thread(remove_scratch_dirs, self.settings.run_dir)
+            await asyncio.to_thread(shutil.rmtree, vnc_socket_dir(self.settings.run_dir), True)
         except BaseException:
             self.ledger.unlock()
             raise

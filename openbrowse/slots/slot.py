@@ -36,6 +36,7 @@ from openbrowse.slots.foreign import SlotBlocked, describe_blockers, find_blocke
 from openbrowse.slots.layout import SCREEN_HEIGHT, SCREEN_WIDTH, SlotLayout
 from openbrowse.slots.ledger import TAG_ENV, instance_id, kill_tagged, slot_tag
 from openbrowse.slots.process import ManagedProcess, run_shielded
+from openbrowse.slots.vnc_access import vnc_socket_dir
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -125,6 +126,13 @@ class Slot:
     @property
     def novnc_port(self) -> int:
         return self.layout.novnc_port
+
+    @property
+    def novnc_ws_url(self) -> str:
+        """websockify's WebSocket URL including the slot's secret (for the server's live-view bridge only)."""
+        if self._display is None:
+            raise RuntimeError(f"slot {self.index} is not running")
+        return self._display.ws_url
 
     @property
     def cdp_port(self) -> int:
@@ -249,6 +257,7 @@ class Slot:
             self.layout,
             novnc_web_dir=self.settings.NOVNC_WEB_DIR,
             env=env,
+            socket_dir=vnc_socket_dir(self.settings.run_dir),
             view_only=self._view_only,
             on_spawn=self._on_spawn,
             on_exit=self._on_exit,

@@ -123,7 +123,7 @@ async def websockify(websocket: WebSocket, target_id: str, targets: LiveTargetsD
         logger.warning("Live view could not be started: %s", exc)
         await close_quietly(websocket, CLOSE_UNAVAILABLE, "The live view could not be started")
         return
-    await bridge(websocket, f"ws://127.0.0.1:{slot.novnc_port}/websockify", subprotocol="binary")
+    await bridge(websocket, slot.novnc_ws_url, subprotocol="binary")  # carries the slot's websockify secret
 
 
 @router.get("/{target_id}/{asset:path}")
