@@ -219,6 +219,15 @@ class DisplayStack:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.5)
 
+    @property
+    def vnc_started(self) -> bool:
+        return any(p is not None and p.running for p in (self.x11vnc, self.websockify))
+
+    async def stop_live_view(self) -> None:
+        """Stop x11vnc and websockify (nobody watches); :meth:`ensure_vnc` starts them again."""
+        async with self._vnc_lock:
+            await self.stop_vnc()
+
     async def stop_vnc(self) -> None:
         for process in (self.websockify, self.x11vnc):
             if process is not None:

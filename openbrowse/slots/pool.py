@@ -103,8 +103,12 @@ class SlotLease:
         if self._releasing:
             raise RuntimeError(f"the lease of slot {self.slot.index} held by {self.owner} was released")
 
-    async def start_browser(self, *, vnc: bool = True, window_size: tuple[int, int] | None = None) -> Slot:
-        """Start the slot's processes (idempotent; rebuilds a slot whose Xvfb or Chromium died); return it."""
+    async def start_browser(self, *, vnc: bool = False, window_size: tuple[int, int] | None = None) -> Slot:
+        """Start the slot's processes (idempotent; rebuilds a slot whose Xvfb or Chromium died); return it.
+
+        Xvfb and Chromium only by default: the live view (x11vnc, websockify) starts with its first viewer
+        (:meth:`Slot.add_viewer`) and stops after the last one left.
+        """
         self._check_active()
         self._pool._check_open()
         await self.slot.start(vnc=vnc, window_size=window_size)

@@ -10,6 +10,11 @@ Start order, chosen so the start costs about as much as the slowest process and 
 Readiness is always a real probe, never a sleep. If anything fails, everything already spawned is torn down
 (shielded) before the error propagates, and the slot can be started again.
 
+The live view is lazy: a slot leased from the pool starts Xvfb and Chromium only; :meth:`Slot.add_viewer` starts
+x11vnc and websockify for the first viewer, and :meth:`Slot.remove_viewer` of the last one stops them after
+``vnc_idle_grace`` seconds (a viewer arriving meanwhile keeps them). Tickets carry the slot's generation, so a
+viewer of an earlier run that leaves late never counts against the next run's viewers.
+
 :attr:`Slot.died` resolves with a :class:`ProcessDied` naming the child when an *essential* child (Xvfb or
 Chromium) exits while the slot is running. x11vnc and websockify are not essential: :meth:`ensure_vnc`
 restarts them. :meth:`stop` tears down in reverse order (Chromium with TERM then KILL after 5 s, websockify,
@@ -53,6 +58,7 @@ ESSENTIAL = frozenset({"Xvfb", "Chromium"})
 # The points of a start at which ``on_stage`` is awaited, in order (x11vnc only when the live view starts too).
 START_STAGES = ("xvfb-spawned", "xvfb-ready", "x11vnc-spawned", "chromium-spawned", "chromium-ready")
 StageHook = Callable[[str], Awaitable[None]]
+VNC_IDLE_GRACE = 10.0  # x11vnc and websockify stop this long after the last live viewer left
 
 # What children inherit from the service's environment. API keys and other secrets stay out of Chromium's.
 INHERITED_ENV = frozenset(
@@ -109,6 +115,10 @@ class Slot:
         self._view_only = True
         self._janitor: asyncio.Task[None] | None = None
         self._trash_serial = 0
+        self.vnc_idle_grace = VNC_IDLE_GRACE
+        self._viewers = 0
+        self._generation = 0  # bumped at every teardown: a viewer of an earlier run never counts for this one
+        self._vnc_reaper: asyncio.Task[None] | None = None
 
     # -- addresses ------------------------------------------------------------------------------------------
     @property
@@ -321,6 +331,52 @@ class Slot:
             raise RuntimeError(f"slot {self.index} is not running")
         await self._display.ensure_vnc()
 
+    @property
+    def viewers(self) -> int:
+        return self._viewers
+
+    @property
+    def vnc_stop_pending(self) -> bool:
+        """True while the live view is due to stop because its last viewer left."""
+        return self._vnc_reaper is not None and not self._vnc_reaper.done()
+
+    async def add_viewer(self) -> int:
+        """A live viewer arrives: start the VNC side if needed (spec §4.10 lazy start); return a ticket for
+        :meth:`remove_viewer`. On failure nothing is counted."""
+        self._cancel_vnc_reaper()
+        ticket = self._generation
+        self._viewers += 1
+        try:
+            await self.ensure_vnc()
+        except BaseException:
+            self.remove_viewer(ticket)
+            raise
+        return ticket
+
+    def remove_viewer(self, ticket: int) -> None:
+        """A live viewer left. After the last one, x11vnc and websockify stop once ``vnc_idle_grace`` passed."""
+        if ticket != self._generation or self._viewers == 0:
+            return  # a viewer of a run that has ended since; that run's teardown stopped everything
+        self._viewers -= 1
+        if self._viewers == 0 and self._state is SlotState.RUNNING:
+            self._cancel_vnc_reaper()
+            self._vnc_reaper = asyncio.get_running_loop().create_task(
+                self._stop_vnc_when_idle(ticket), name=f"slot-{self.index}-vnc-idle"
+            )
+
+    def _cancel_vnc_reaper(self) -> None:
+        if self._vnc_reaper is not None and not self._vnc_reaper.done():
+            self._vnc_reaper.cancel()
+
+    async def _stop_vnc_when_idle(self, ticket: int) -> None:
+        await asyncio.sleep(self.vnc_idle_grace)
+        async with self._lock:
+            if self._viewers or ticket != self._generation or self._display is None:
+                return
+            if self._state is SlotState.RUNNING and self._display.vnc_started:
+                await self._display.stop_live_view()
+                logger.info("Slot %d: live view stopped, nobody is watching", self.index)
+
     async def set_view_only(self, view_only: bool) -> None:
         """Let viewers only watch (default) or also control the browser; kept across live-view restarts."""
         self._view_only = view_only
@@ -338,6 +394,12 @@ class Slot:
         self._state = SlotState.STOPPING
         loop = asyncio.get_running_loop()
         started = loop.time()
+        self._generation += 1
+        self._viewers = 0
+        reaper, self._vnc_reaper = self._vnc_reaper, None
+        if reaper is not None:
+            reaper.cancel()
+            await asyncio.gather(reaper, return_exceptions=True)
         try:
             for step in (self._browser, self._display):
                 if step is None:

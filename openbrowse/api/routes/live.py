@@ -115,7 +115,7 @@ async def websockify(websocket: WebSocket, target_id: str, targets: LiveTargetsD
         return
     try:
         slot = _slot_of(await targets.resolve(target_id))
-        await slot.ensure_vnc()
+        ticket = await slot.add_viewer()  # starts the VNC side if nobody was watching
     except NotFound as exc:
         await close_quietly(websocket, CLOSE_UNAVAILABLE, exc.message)
         return
@@ -123,7 +123,10 @@ async def websockify(websocket: WebSocket, target_id: str, targets: LiveTargetsD
         logger.warning("Live view could not be started: %s", exc)
         await close_quietly(websocket, CLOSE_UNAVAILABLE, "The live view could not be started")
         return
-    await bridge(websocket, slot.novnc_ws_url, subprotocol="binary")  # carries the slot's websockify secret
+    try:
+        await bridge(websocket, slot.novnc_ws_url, subprotocol="binary")  # carries the slot's websockify secret
+    finally:
+        slot.remove_viewer(ticket)  # the last viewer out stops the VNC side after a grace period
 
 
 @router.get("/{target_id}/{asset:path}")
