@@ -84,9 +84,12 @@ async def _read_through_browser(ws_url: str, url: str, *, new_context: bool) -> 
         target = (await _cdp(ws, counter, "Target.createTarget", params))["targetId"]
         session = (await _cdp(ws, counter, "Target.attachToTarget", {"targetId": target, "flatten": True}))["sessionId"]
         await _cdp(ws, counter, "Page.enable", {}, session)
-        await _cdp(ws, counter, "Page.navigate", {"url": url}, session)
+        navigation = await _cdp(ws, counter, "Page.navigate", {"url": url}, session)
+        assert navigation.get("errorText") == "net::ERR_BLOCKED_BY_ADMINISTRATOR", (url, navigation)
         shown = ""
-        for _ in range(50):  # until the navigation has committed (the blocked page or the file)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+        while loop.time() < deadline:  # until the navigation has committed (the blocked page or the file)
             result = await _cdp(
                 ws,
                 counter,
