@@ -122,3 +122,16 @@ async def test_the_browser_cannot_read_local_files(settings: Settings, base_inde
             assert not hostname or hostname not in shown.split("\n", 1)[1]
         status, _ = await loopback_http_json(slot.cdp_port, "/json/version")
         assert status == 200  # the browser itself is fine
+
+
+async def test_a_web_page_cannot_open_the_cdp_socket(settings: Settings, base_index: int) -> None:
+    """What keeps pages (not local processes) off the unauthenticated CDP port: Chromium refuses a DevTools
+    WebSocket that carries an Origin, which every page's WebSocket does."""
+    async with Slot(settings, base_index) as slot:
+        with pytest.raises(websockets.InvalidStatus) as refused:
+            async with websockets.connect(slot.cdp_ws_url, origin=websockets.Origin("http://evil.example")):
+                pass
+        assert refused.value.response.status_code == 403
+        async with websockets.connect(slot.cdp_ws_url) as ws:  # a local client without an Origin (browser-use)
+            await ws.send(json.dumps({"id": 1, "method": "Browser.getVersion"}))
+            assert json.loads(await asyncio.wait_for(ws.recv(), 20))["id"] == 1
