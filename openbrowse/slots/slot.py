@@ -12,8 +12,7 @@ Readiness is always a real probe, never a sleep. If anything fails, everything a
 
 The live view is lazy: a slot leased from the pool starts Xvfb and Chromium only; :meth:`Slot.add_viewer` starts
 x11vnc and websockify for the first viewer, and :meth:`Slot.remove_viewer` of the last one stops them after
-``vnc_idle_grace`` seconds (a viewer arriving meanwhile keeps them). Tickets carry the slot's generation, so a
-viewer of an earlier run that leaves late never counts against the next run's viewers.
+``vnc_idle_grace`` seconds (see :mod:`openbrowse.slots.viewers`).
 
 :attr:`Slot.died` resolves with a :class:`ProcessDied` naming the child when an *essential* child (Xvfb or
 Chromium) exits while the slot is running. x11vnc and websockify are not essential: :meth:`ensure_vnc`
@@ -41,6 +40,7 @@ from openbrowse.slots.foreign import SlotBlocked, describe_blockers, find_blocke
 from openbrowse.slots.layout import SCREEN_HEIGHT, SCREEN_WIDTH, SlotLayout
 from openbrowse.slots.ledger import TAG_ENV, instance_id, kill_tagged, slot_tag
 from openbrowse.slots.process import ManagedProcess, run_shielded
+from openbrowse.slots.viewers import LiveViewers
 from openbrowse.slots.vnc_access import vnc_socket_dir
 
 if TYPE_CHECKING:
@@ -58,7 +58,6 @@ ESSENTIAL = frozenset({"Xvfb", "Chromium"})
 # The points of a start at which ``on_stage`` is awaited, in order (x11vnc only when the live view starts too).
 START_STAGES = ("xvfb-spawned", "xvfb-ready", "x11vnc-spawned", "chromium-spawned", "chromium-ready")
 StageHook = Callable[[str], Awaitable[None]]
-VNC_IDLE_GRACE = 10.0  # x11vnc and websockify stop this long after the last live viewer left
 
 # What children inherit from the service's environment. API keys and other secrets stay out of Chromium's.
 INHERITED_ENV = frozenset(
@@ -115,10 +114,7 @@ class Slot:
         self._view_only = True
         self._janitor: asyncio.Task[None] | None = None
         self._trash_serial = 0
-        self.vnc_idle_grace = VNC_IDLE_GRACE
-        self._viewers = 0
-        self._generation = 0  # bumped at every teardown: a viewer of an earlier run never counts for this one
-        self._vnc_reaper: asyncio.Task[None] | None = None
+        self._live = LiveViewers(f"slot-{index}", self._stop_vnc_if_idle)
 
     # -- addresses ------------------------------------------------------------------------------------------
     @property
@@ -333,19 +329,25 @@ class Slot:
 
     @property
     def viewers(self) -> int:
-        return self._viewers
+        return self._live.count
 
     @property
     def vnc_stop_pending(self) -> bool:
         """True while the live view is due to stop because its last viewer left."""
-        return self._vnc_reaper is not None and not self._vnc_reaper.done()
+        return self._live.stop_pending
+
+    @property
+    def vnc_idle_grace(self) -> float:
+        return self._live.grace
+
+    @vnc_idle_grace.setter
+    def vnc_idle_grace(self, seconds: float) -> None:
+        self._live.grace = seconds
 
     async def add_viewer(self) -> int:
         """A live viewer arrives: start the VNC side if needed (spec §4.10 lazy start); return a ticket for
         :meth:`remove_viewer`. On failure nothing is counted."""
-        self._cancel_vnc_reaper()
-        ticket = self._generation
-        self._viewers += 1
+        ticket = self._live.arrive()
         try:
             await self.ensure_vnc()
         except BaseException:
@@ -355,26 +357,15 @@ class Slot:
 
     def remove_viewer(self, ticket: int) -> None:
         """A live viewer left. After the last one, x11vnc and websockify stop once ``vnc_idle_grace`` passed."""
-        if ticket != self._generation or self._viewers == 0:
-            return  # a viewer of a run that has ended since; that run's teardown stopped everything
-        self._viewers -= 1
-        if self._viewers == 0 and self._state is SlotState.RUNNING:
-            self._cancel_vnc_reaper()
-            self._vnc_reaper = asyncio.get_running_loop().create_task(
-                self._stop_vnc_when_idle(ticket), name=f"slot-{self.index}-vnc-idle"
-            )
+        self._live.leave(ticket, running=self._state is SlotState.RUNNING)
 
-    def _cancel_vnc_reaper(self) -> None:
-        if self._vnc_reaper is not None and not self._vnc_reaper.done():
-            self._vnc_reaper.cancel()
-
-    async def _stop_vnc_when_idle(self, ticket: int) -> None:
-        await asyncio.sleep(self.vnc_idle_grace)
+    async def _stop_vnc_if_idle(self) -> None:
         async with self._lock:
-            if self._viewers or ticket != self._generation or self._display is None:
+            display = self._display
+            if self._live.count or display is None or self._state is not SlotState.RUNNING:
                 return
-            if self._state is SlotState.RUNNING and self._display.vnc_started:
-                await self._display.stop_live_view()
+            if display.vnc_started:
+                await display.stop_live_view()
                 logger.info("Slot %d: live view stopped, nobody is watching", self.index)
 
     async def set_view_only(self, view_only: bool) -> None:
@@ -394,12 +385,7 @@ class Slot:
         self._state = SlotState.STOPPING
         loop = asyncio.get_running_loop()
         started = loop.time()
-        self._generation += 1
-        self._viewers = 0
-        reaper, self._vnc_reaper = self._vnc_reaper, None
-        if reaper is not None:
-            reaper.cancel()
-            await asyncio.gather(reaper, return_exceptions=True)
+        await self._live.reset()
         try:
             for step in (self._browser, self._display):
                 if step is None:
