@@ -77,9 +77,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             activity = app.state.activity = ActivityBoard()
             session_repo.listen(activity.touch)
             feed_repo.listen(activity.touch)
-            stack.push_async_callback(asyncio.to_thread, empty_temp_dir, settings.data_dir)
             pool = await stack.enter_async_context(SlotPool(settings, base_index=settings.SLOT_BASE_INDEX))
-            await asyncio.to_thread(empty_temp_dir, settings.data_dir)  # the pool's lock says the dir is ours
+            # Only now does the pool's run lock say the data dir is ours: a second instance never empties it.
+            stack.push_async_callback(asyncio.to_thread, empty_temp_dir, settings.data_dir)
+            await asyncio.to_thread(empty_temp_dir, settings.data_dir)
             await asyncio.to_thread(prepare_directory, settings.profiles_dir)
             profile_service = app.state.profiles = ProfileService(ProfileRepo(db), settings.profiles_dir)
             engines = await stack.enter_async_context(

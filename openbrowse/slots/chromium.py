@@ -11,6 +11,12 @@ Binary resolution (spec §3 ``CHROME_BINARY``; seed chrome-backend "browser sele
 3. The system Chromium: ``/usr/lib/chromium/chromium`` (the real binary behind Debian's shell wrapper), then
    ``chromium``, ``chromium-browser``, ``google-chrome``, ``google-chrome-stable`` on ``PATH``.
 
+Local files are out of reach of pages, agents and raw-browser clients: before Chromium starts, its fresh profile
+gets the preference behind the ``URLBlocklist`` policy, ``policy.url_blocklist = ["file://*"]`` (see
+:func:`block_local_files`). It is read per profile, so unlike a managed policy in ``/etc/chromium/policies`` it
+never reaches a developer's own Chromium, and it needs no root. ``file://`` navigations, iframes and
+``view-source:file://`` end in ``ERR_BLOCKED_BY_ADMINISTRATOR``.
+
 Pitfall 1 of the platform notes (a background tab makes every screenshot hang 15 s) is handled by starting
 with exactly one ``about:blank`` tab and, once CDP answers, closing any extra page and activating the one left.
 """
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import logging
 import os
 import random
@@ -42,6 +49,7 @@ __all__ = [
     "LIGHT_FLAGS",
     "BrowserBinary",
     "BrowserProcess",
+    "block_local_files",
     "chromium_argv",
     "ensure_single_active_tab",
     "find_browser_binary",
@@ -82,6 +90,7 @@ LIGHT_FLAGS: tuple[str, ...] = (
     "--js-flags=--max-old-space-size=256",
     "--enable-low-end-device-mode",
 )
+BLOCKED_URLS: tuple[str, ...] = ("file://*",)
 CDP_READY_TIMEOUT = 30.0
 TAB_READY_TIMEOUT = 5.0
 
@@ -246,6 +255,7 @@ class BrowserProcess:
             light=self.light,
             window_size=self.window_size,
         )
+        block_local_files(self.user_data_dir)
         env = {**self.env, "DISPLAY": self.display}
         self.process = ManagedProcess(
             "Chromium",
@@ -268,6 +278,13 @@ class BrowserProcess:
     async def aclose(self) -> None:
         if self.process is not None:
             await self.process.aclose()
+
+
+def block_local_files(user_data_dir: Path) -> None:
+    """Seed a fresh profile with the URL blocklist that keeps ``file://`` out of the browser (blocking, tiny)."""
+    preferences = user_data_dir / "Default" / "Preferences"
+    preferences.parent.mkdir(parents=True, exist_ok=True)
+    preferences.write_text(json.dumps({"policy": {"url_blocklist": list(BLOCKED_URLS)}}))
 
 
 def prepare_fresh_dir(path: Path) -> None:

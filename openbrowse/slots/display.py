@@ -1,11 +1,13 @@
-"""The display stack of one slot: Xvfb, and the live-view pair x11vnc + websockify. All on 127.0.0.1.
+"""The display stack of one slot: Xvfb, and the live-view pair x11vnc + websockify.
 
 * Xvfb ``:N -screen 0 1920x1080x24 -nolisten tcp -displayfd <fd>``: readiness is exact (Xvfb writes the
   display number to the pipe once it accepts clients), no socket polling.
-* x11vnc ``-display :N -rfbport <vnc> -localhost -nopw -forever -shared -noxdamage -quiet -noipv6``, plus
-  ``-viewonly`` unless the caller has taken control (:meth:`DisplayStack.set_view_only`).
-* websockify ``--web <NOVNC_WEB_DIR> 127.0.0.1:<novnc> 127.0.0.1:<vnc>``. It does not need the X server, so it
-  may be spawned at the same time as Xvfb (:meth:`spawn_websockify`); it is the slowest of the three to boot.
+* x11vnc ``-display :N -unixsock <dir>/<i>.sock -rfbport 0 -rfbportv6 -1 -nopw -forever -shared -noxdamage
+  -quiet``, plus ``-viewonly`` unless the caller has taken control (:meth:`DisplayStack.set_view_only`). No TCP port.
+* websockify ``--web <NOVNC_WEB_DIR> --token-plugin TokenFile --token-source <dir>/<i>.tokens
+  127.0.0.1:<novnc>``: it only bridges a client that presents the slot's secret (see
+  :mod:`openbrowse.slots.vnc_access`; :attr:`DisplayStack.ws_url` carries it). It does not need the X server,
+  so it may be spawned at the same time as Xvfb (:meth:`spawn_websockify`); it is the slowest of the three.
 
 x11vnc and websockify are not essential to a running browser: if either dies, :meth:`ensure_vnc` (idempotent,
 lock-guarded) starts it again. View-only mode is switched at run time through x11vnc's remote-control
@@ -22,8 +24,9 @@ from typing import TYPE_CHECKING
 
 from openbrowse.errors import ProcessStartError
 from openbrowse.slots.layout import SCREEN_DEPTH, SCREEN_HEIGHT, SCREEN_WIDTH, SlotLayout
-from openbrowse.slots.probes import DisplayFdProbe, TcpPortProbe
+from openbrowse.slots.probes import DisplayFdProbe, TcpPortProbe, UnixSocketProbe
 from openbrowse.slots.process import ManagedProcess, ProcessHook
+from openbrowse.slots.vnc_access import VncAccess
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -47,6 +50,7 @@ class DisplayStack:
         *,
         novnc_web_dir: Path | None,
         env: Mapping[str, str],
+        socket_dir: Path,
         view_only: bool = True,
         screen: tuple[int, int, int] = (SCREEN_WIDTH, SCREEN_HEIGHT, SCREEN_DEPTH),
         on_spawn: ProcessHook | None = None,
@@ -56,6 +60,7 @@ class DisplayStack:
         self.novnc_web_dir = novnc_web_dir
         self.env = dict(env)
         self.screen = screen
+        self.access = VncAccess(socket_dir, layout.index)
         self._view_only = view_only
         self._on_spawn = on_spawn
         self._on_exit = on_exit
@@ -68,6 +73,11 @@ class DisplayStack:
     @property
     def view_only(self) -> bool:
         return self._view_only
+
+    @property
+    def ws_url(self) -> str:
+        """websockify's WebSocket URL with the slot's secret: the only way in to the VNC stream."""
+        return f"ws://127.0.0.1:{self.layout.novnc_port}/websockify?token={self.access.secret}"
 
     @property
     def vnc_running(self) -> bool:
@@ -121,8 +131,9 @@ class DisplayStack:
 
     # -- live view ------------------------------------------------------------------------------------------
     def _x11vnc_argv(self) -> list[str]:
-        argv = ["x11vnc", "-display", self.layout.display, "-rfbport", str(self.layout.vnc_port)]
-        argv += ["-localhost", "-nopw", "-forever", "-shared", "-noxdamage", "-quiet", "-noipv6"]
+        argv = ["x11vnc", "-display", self.layout.display, "-unixsock", str(self.access.socket_path)]
+        # No TCP at all: -rfbport 0 alone still listens on [::]:5900, and -localhost refuses Unix-socket clients
+        argv += ["-rfbport", "0", "-rfbportv6", "-1", "-nopw", "-forever", "-shared", "-noxdamage", "-quiet", "-noipv6"]
         if self._view_only:
             argv.append("-viewonly")
         return argv
@@ -133,13 +144,15 @@ class DisplayStack:
             argv += ["--web", str(self.novnc_web_dir)]
         elif self.novnc_web_dir is not None:
             logger.warning("NOVNC_WEB_DIR %s does not exist; websockify serves no web files", self.novnc_web_dir)
-        argv += [f"127.0.0.1:{self.layout.novnc_port}", f"127.0.0.1:{self.layout.vnc_port}"]
+        argv += ["--token-plugin", "TokenFile", "--token-source", str(self.access.token_path)]
+        argv.append(f"127.0.0.1:{self.layout.novnc_port}")
         return argv
 
     def spawn_websockify(self) -> ManagedProcess | None:
         """Spawn websockify unless it is running; return the new process (None if nothing was spawned)."""
         if self.websockify is not None and self.websockify.running:
             return None
+        self.access.write_token_file()
         self.websockify = self._process("websockify", self._websockify_argv())
         self.websockify.start()
         return self.websockify
@@ -148,6 +161,7 @@ class DisplayStack:
         """Spawn x11vnc unless it is running (Xvfb must be ready); return the new process or None."""
         if self.x11vnc is not None and self.x11vnc.running:
             return None
+        self.access.clear_socket()
         self.x11vnc = self._process("x11vnc", self._x11vnc_argv())
         self.x11vnc.start()
         return self.x11vnc
@@ -155,7 +169,7 @@ class DisplayStack:
     async def wait_vnc(self, within: float = VNC_READY_TIMEOUT) -> None:
         assert self.x11vnc is not None
         assert self.websockify is not None
-        await self.x11vnc.wait_ready(TcpPortProbe(self.layout.vnc_port), within=within)
+        await self.x11vnc.wait_ready(UnixSocketProbe(self.access.socket_path), within=within)
         await self.websockify.wait_ready(TcpPortProbe(self.layout.novnc_port), within=within)
 
     async def ensure_vnc(self, within: float = VNC_READY_TIMEOUT) -> None:
@@ -205,10 +219,20 @@ class DisplayStack:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.5)
 
+    @property
+    def vnc_started(self) -> bool:
+        return any(p is not None and p.running for p in (self.x11vnc, self.websockify))
+
+    async def stop_live_view(self) -> None:
+        """Stop x11vnc and websockify (nobody watches); :meth:`ensure_vnc` starts them again."""
+        async with self._vnc_lock:
+            await self.stop_vnc()
+
     async def stop_vnc(self) -> None:
         for process in (self.websockify, self.x11vnc):
             if process is not None:
                 await process.aclose()
+        self.access.remove()
 
     async def aclose(self) -> None:
         """Stop websockify, x11vnc, then Xvfb (each shielded)."""

@@ -38,11 +38,11 @@ from typing import TYPE_CHECKING, Any
 import psutil
 
 from openbrowse.errors import ConfigError
+from openbrowse.slots.layout import slot_layout
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
 
-    from openbrowse.slots.layout import SlotLayout
     from openbrowse.slots.process import ManagedProcess
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "cleanup_leftovers",
     "instance_id",
     "kill_tagged",
+    "remove_recorded_x_files",
     "slot_tag",
     "tagged_processes",
 ]
@@ -325,66 +326,61 @@ def _is_slot_program(proc: psutil.Process) -> bool:
     return any(word in words for word in SLOT_PROCESS_WORDS)
 
 
-def _port_listeners(ports: set[int]) -> Iterator[psutil.Process]:
-    me = os.getpid()
-    try:
-        connections = psutil.net_connections(kind="tcp")
-    except psutil.Error as exc:
-        logger.warning("Cannot list listening sockets: %s", exc)
-        return
-    for conn in connections:
-        if conn.status != psutil.CONN_LISTEN or not conn.laddr or conn.laddr.port not in ports:
-            continue
-        if conn.pid is None or conn.pid == me:
-            continue
-        try:
-            proc = psutil.Process(conn.pid)
-        except psutil.Error:
-            continue
-        if _is_slot_program(proc) and _alive(proc):
-            yield proc
+def remove_recorded_x_files(entries: Iterable[LedgerEntry]) -> list[str]:
+    """Remove the X lock file and socket of each display whose lock our recorded (and now dead) Xvfb wrote.
 
-
-def remove_stale_x_files(layout: SlotLayout) -> list[str]:
-    """Remove ``/tmp/.X<n>-lock`` and the X socket of ``layout``'s display if no live Xvfb owns them."""
+    A lock holding any other pid is not ours (another X server, or a later owner of the display): left alone.
+    """
     removed: list[str] = []
-    lock = layout.x_lock_path
-    owner_alive = False
-    if lock.exists():
-        text = _read_text(lock).strip()
+    for entry in entries:
+        if entry.kind != "Xvfb":
+            continue
+        layout = slot_layout(entry.slot)
         try:
-            proc = psutil.Process(int(text))
-            owner_alive = _alive(proc) and "xvfb" in proc.name().lower()
-        except (ValueError, psutil.Error):
-            owner_alive = False
-        if not owner_alive:
-            with contextlib.suppress(FileNotFoundError):
-                lock.unlink()
-                removed.append(str(lock))
-    if not owner_alive and layout.x_socket_path.exists():
-        with contextlib.suppress(FileNotFoundError):
-            layout.x_socket_path.unlink()
-            removed.append(str(layout.x_socket_path))
+            holder = int(_read_text(layout.x_lock_path).strip() or "0")
+        except ValueError:
+            continue
+        if holder != entry.pid or _pid_alive(entry.pid):
+            continue
+        for path in (layout.x_lock_path, layout.x_socket_path):
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:  # e.g. PermissionError for a non-root service: report, never fail start-up
+                logger.warning("Could not remove %s left by our Xvfb: %s", path, exc)
+                continue
+            removed.append(str(path))
     return removed
 
 
-def cleanup_leftovers(
-    ledger_path: Path, run_dir: Path, layouts: Iterable[SlotLayout], slots_dir: Path
-) -> CleanupReport:
-    """Kill what a previous process of this instance left behind and remove its files (blocking)."""
+def _pid_alive(pid: int) -> bool:
+    try:
+        return _alive(psutil.Process(pid))
+    except psutil.Error:
+        return False
+
+
+def cleanup_leftovers(ledger_path: Path, run_dir: Path, slots_dir: Path) -> CleanupReport:
+    """Kill what a previous process of this instance left behind and remove its files (blocking).
+
+    Only what this instance recorded is touched: ledger entries (pid, start time and name all matching), the
+    process groups of dead ledger leaders, processes carrying this instance's environment tag, X lock files
+    our recorded Xvfb wrote, and directories under the run dir. A foreign program on a slot's port or display
+    is never killed (the pool skips that slot, see :mod:`openbrowse.slots.foreign`). No step's failure (e.g. a
+    ``PermissionError`` for a non-root service) stops start-up: it is logged and the next step runs.
+    """
     report = CleanupReport()
-    layouts = list(layouts)
     entries, dirs = Ledger.load(ledger_path)
-    victims = [
-        *_ledger_leftovers(entries),
-        *_tagged(instance_id(run_dir)),
-        *_port_listeners({port for layout in layouts for port in layout.ports}),
-    ]
+    try:
+        victims = [*_ledger_leftovers(entries), *_tagged(instance_id(run_dir))]
+    except (OSError, psutil.Error) as exc:
+        logger.warning("Could not look for processes left by an earlier run: %s", exc)
+        victims = []
     if victims:
         report.killed = _kill(victims)
         logger.warning("Killed %d process(es) left by an earlier run: %s", len(report.killed), report.killed)
-    for layout in layouts:
-        report.removed_files += remove_stale_x_files(layout)
+    report.removed_files += remove_recorded_x_files(entries)
     for directory in {*dirs, str(slots_dir)}:
         path = Path(directory)
         if not path.resolve().is_relative_to(run_dir.resolve()):

@@ -15,6 +15,9 @@
   queued is evicted at once.
 * Entering the pool takes the run-dir lock and cleans up whatever a previous process of this instance left
   (see :mod:`openbrowse.slots.ledger`); closing it stops every slot.
+* A slot whose display or port another program holds (a developer's Chrome on 9222) is skipped, logged and
+  listed in :attr:`SlotPool.blocked`, never killed; it is checked again whenever a caller needs a slot. When
+  every free slot is blocked and none is in use, :meth:`SlotPool.lease` fails with the reasons.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from openbrowse.errors import BrowserUnavailable
 from openbrowse.slots.ledger import Ledger, cleanup_leftovers
 from openbrowse.slots.process import run_shielded
 from openbrowse.slots.slot import SCRATCH_ROOT, Slot, scratch_dir
+from openbrowse.slots.vnc_access import vnc_socket_dir
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -99,8 +103,12 @@ class SlotLease:
         if self._releasing:
             raise RuntimeError(f"the lease of slot {self.slot.index} held by {self.owner} was released")
 
-    async def start_browser(self, *, vnc: bool = True, window_size: tuple[int, int] | None = None) -> Slot:
-        """Start the slot's processes (idempotent; rebuilds a slot whose Xvfb or Chromium died); return it."""
+    async def start_browser(self, *, vnc: bool = False, window_size: tuple[int, int] | None = None) -> Slot:
+        """Start the slot's processes (idempotent; rebuilds a slot whose Xvfb or Chromium died); return it.
+
+        Xvfb and Chromium only by default: the live view (x11vnc, websockify) starts with its first viewer
+        (:meth:`Slot.add_viewer`) and stops after the last one left.
+        """
         self._check_active()
         self._pool._check_open()
         await self.slot.start(vnc=vnc, window_size=window_size)
@@ -188,6 +196,8 @@ class SlotPool:
         self._evictions: dict[int, asyncio.Task[None]] = {}
         self._open = False
         self._closed = False
+        self._blocked: dict[int, str] = {}
+        self._taken: dict[int, list[str]] = {}
         self.last_cleanup: CleanupReport | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------------------
@@ -201,17 +211,21 @@ class SlotPool:
                 cleanup_leftovers,
                 self.ledger.path,
                 self.settings.run_dir,
-                [slot.layout for slot in self.slots],
                 self.settings.run_dir / "slots",
             )
             self.ledger.reset()
             await asyncio.to_thread(remove_scratch_dirs, self.settings.run_dir)
+            await asyncio.to_thread(shutil.rmtree, vnc_socket_dir(self.settings.run_dir), True)
         except BaseException:
             self.ledger.unlock()
             raise
         if not self.last_cleanup.empty:
             logger.warning("Slot start-up cleanup: %s", self.last_cleanup)
         self._open = True
+        problems = await asyncio.to_thread(lambda: {i: slot.blocker() for i, slot in enumerate(self.slots)})
+        for index, problem in problems.items():
+            if problem is not None:
+                self._note_blocked(index, problem)
 
     async def aclose(self) -> None:
         """Fail queued callers, stop eviction tasks and every slot (shielded; idempotent)."""
@@ -259,9 +273,11 @@ class SlotPool:
         """Wait for the lowest free slot in FIFO order; the caller must ``await lease.release()``."""
         self._check_open()
         if not self._waiters and self._free:
-            index = min(self._free)
-            self._free.discard(index)
-            return self._grant(index, owner)
+            index = self._take_free_slot()
+            if index is not None:
+                return self._grant(index, owner)
+            if not self._leases:  # nobody will ever free one: every slot is held by other programs
+                raise BrowserUnavailable(" ".join(self._blocked.values()))
         waiter = _Waiter(owner, asyncio.get_running_loop().create_future())
         self._waiters.append(waiter)
         ahead = len(self._waiters) - 1
@@ -277,6 +293,32 @@ class SlotPool:
         if self._closed:
             raise BrowserUnavailable("The display slot pool is shutting down")
         return self._grant(index, owner)
+
+    def _take_free_slot(self) -> int | None:
+        """The lowest free slot no foreign program holds (taken out of the free set), or None."""
+        for index in sorted(self._free):
+            slot = self.slots[index]
+            taken = slot.taken()  # cheap; the owners are named (a /proc scan) only when this changes
+            if not taken:
+                if self._blocked.pop(index, None) is not None:
+                    self._taken.pop(index, None)
+                    logger.info("Display slot %d is usable again", slot.index)
+                self._free.discard(index)
+                return index
+            if self._taken.get(index) != taken or index not in self._blocked:
+                self._taken[index] = taken
+                self._note_blocked(index, slot.blocker() or f"Display slot {slot.index} is unusable: {taken}")
+        return None
+
+    def _note_blocked(self, index: int, problem: str) -> None:
+        if self._blocked.get(index) != problem:
+            logger.error("%s; the pool skips it", problem)
+        self._blocked[index] = problem
+
+    @property
+    def blocked(self) -> dict[int, str]:
+        """Slots (absolute index) that another program makes unusable, with the reason; never killed."""
+        return {self.slots[index].index: problem for index, problem in self._blocked.items()}
 
     def _abandon(self, waiter: _Waiter) -> None:
         future = waiter.future

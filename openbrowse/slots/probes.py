@@ -24,6 +24,7 @@ __all__ = [
     "DisplayFdProbe",
     "Probe",
     "TcpPortProbe",
+    "UnixSocketProbe",
     "XSocketProbe",
     "loopback_http_json",
 ]
@@ -182,4 +183,23 @@ class CdpVersionProbe:
         if status != 200 or not isinstance(body, dict) or "webSocketDebuggerUrl" not in body:
             return False
         self.version = body
+        return True
+
+
+class UnixSocketProbe:
+    """Ready when the Unix socket at ``path`` accepts a connection (x11vnc's ``-unixsock``)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @property
+    def description(self) -> str:
+        return f"Unix socket {self.path} to accept connections"
+
+    async def __call__(self) -> bool:
+        try:
+            _, writer = await asyncio.open_unix_connection(str(self.path))
+        except OSError:
+            return False
+        await _close_writer(writer)
         return True

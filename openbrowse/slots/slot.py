@@ -10,6 +10,10 @@ Start order, chosen so the start costs about as much as the slowest process and 
 Readiness is always a real probe, never a sleep. If anything fails, everything already spawned is torn down
 (shielded) before the error propagates, and the slot can be started again.
 
+The live view is lazy: a slot leased from the pool starts Xvfb and Chromium only; :meth:`Slot.add_viewer` starts
+x11vnc and websockify for the first viewer, and :meth:`Slot.remove_viewer` of the last one stops them after
+``vnc_idle_grace`` seconds (see :mod:`openbrowse.slots.viewers`).
+
 :attr:`Slot.died` resolves with a :class:`ProcessDied` naming the child when an *essential* child (Xvfb or
 Chromium) exits while the slot is running. x11vnc and websockify are not essential: :meth:`ensure_vnc`
 restarts them. :meth:`stop` tears down in reverse order (Chromium with TERM then KILL after 5 s, websockify,
@@ -24,6 +28,7 @@ import asyncio
 import logging
 import os
 import shutil
+from collections.abc import Awaitable, Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,9 +36,12 @@ from typing import TYPE_CHECKING
 from openbrowse.errors import ProcessDied
 from openbrowse.slots.chromium import BrowserProcess, find_browser_binary, prepare_fresh_dir
 from openbrowse.slots.display import DisplayStack
+from openbrowse.slots.foreign import SlotBlocked, describe_blockers, find_blockers
 from openbrowse.slots.layout import SCREEN_HEIGHT, SCREEN_WIDTH, SlotLayout
 from openbrowse.slots.ledger import TAG_ENV, instance_id, kill_tagged, slot_tag
 from openbrowse.slots.process import ManagedProcess, run_shielded
+from openbrowse.slots.viewers import LiveViewers
+from openbrowse.slots.vnc_access import vnc_socket_dir
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -41,11 +49,15 @@ if TYPE_CHECKING:
     from openbrowse.config import Settings
     from openbrowse.slots.ledger import Ledger
 
-__all__ = ["Slot", "SlotState"]
+__all__ = ["START_STAGES", "Slot", "SlotState", "StageHook"]
 
 logger = logging.getLogger(__name__)
 
 ESSENTIAL = frozenset({"Xvfb", "Chromium"})
+
+# The points of a start at which ``on_stage`` is awaited, in order (x11vnc only when the live view starts too).
+START_STAGES = ("xvfb-spawned", "xvfb-ready", "x11vnc-spawned", "chromium-spawned", "chromium-ready")
+StageHook = Callable[[str], Awaitable[None]]
 
 # What children inherit from the service's environment. API keys and other secrets stay out of Chromium's.
 INHERITED_ENV = frozenset(
@@ -84,8 +96,12 @@ class SlotState(StrEnum):
 class Slot:
     """The processes of display slot ``index`` (absolute index: pool base index + local index)."""
 
-    def __init__(self, settings: Settings, index: int, *, ledger: Ledger | None = None) -> None:
+    def __init__(
+        self, settings: Settings, index: int, *, ledger: Ledger | None = None, on_stage: StageHook | None = None
+    ) -> None:
+        """``on_stage`` is awaited at each of :data:`START_STAGES` (tests use it to cancel a start right there)."""
         self.settings = settings
+        self._on_stage = on_stage
         self.layout = SlotLayout(index)
         self.tag = slot_tag(settings.run_dir, index)
         self.directory: Path = settings.run_dir / "slots" / f"slot-{index}"
@@ -98,6 +114,7 @@ class Slot:
         self._view_only = True
         self._janitor: asyncio.Task[None] | None = None
         self._trash_serial = 0
+        self._live = LiveViewers(f"slot-{index}", self._stop_vnc_if_idle)
 
     # -- addresses ------------------------------------------------------------------------------------------
     @property
@@ -115,6 +132,13 @@ class Slot:
     @property
     def novnc_port(self) -> int:
         return self.layout.novnc_port
+
+    @property
+    def novnc_ws_url(self) -> str:
+        """websockify's WebSocket URL including the slot's secret (for the server's live-view bridge only)."""
+        if self._display is None:
+            raise RuntimeError(f"slot {self.index} is not running")
+        return self._display.ws_url
 
     @property
     def cdp_port(self) -> int:
@@ -139,6 +163,28 @@ class Slot:
     @property
     def temp_dir(self) -> Path:
         return scratch_dir(self.settings.run_dir, self.index)
+
+    @property
+    def tcp_ports(self) -> tuple[int, ...]:
+        """The TCP ports the slot listens on (127.0.0.1): noVNC and CDP."""
+        return (self.layout.novnc_port, self.layout.cdp_port)
+
+    def taken(self) -> list[str]:
+        """What of this (stopped) slot another program holds, e.g. ``["port 9222"]`` (cheap; no ``/proc`` scan)."""
+        return find_blockers(self.layout, self.tcp_ports)
+
+    def blocker(self) -> str | None:
+        """Why another program makes this (stopped) slot unusable, or None. Scans ``/proc`` when something is."""
+        if not self.taken():
+            return None
+        return describe_blockers(self.layout, self.tcp_ports)
+
+    def check_not_blocked(self) -> None:
+        """Raise :class:`SlotBlocked` if a foreign program holds the display or a port (it is never killed)."""
+        problem = self.blocker()
+        if problem is not None:
+            logger.error("%s", problem)
+            raise SlotBlocked(problem)
 
     @property
     def state(self) -> SlotState:
@@ -209,6 +255,7 @@ class Slot:
         loop = asyncio.get_running_loop()
         started = loop.time()
         binary = find_browser_binary(self.settings)  # BrowserUnavailable before anything is spawned
+        self.check_not_blocked()
         self._state = SlotState.STARTING
         self._died = loop.create_future()
         env = child_environment(self.tag)
@@ -216,6 +263,7 @@ class Slot:
             self.layout,
             novnc_web_dir=self.settings.NOVNC_WEB_DIR,
             env=env,
+            socket_dir=vnc_socket_dir(self.settings.run_dir),
             view_only=self._view_only,
             on_spawn=self._on_spawn,
             on_exit=self._on_exit,
@@ -237,13 +285,18 @@ class Slot:
         self._display.spawn_xvfb()
         if vnc:
             self._display.spawn_websockify()
+        await self._stage("xvfb-spawned")
         await asyncio.to_thread(prepare_fresh_dir, self.directory)
         await asyncio.to_thread(prepare_fresh_dir, self.temp_dir)
         await self._display.wait_xvfb()
+        await self._stage("xvfb-ready")
         if vnc:
             self._display.spawn_x11vnc()
+            await self._stage("x11vnc-spawned")
         self._browser.spawn()
+        await self._stage("chromium-spawned")
         await self._browser.wait_ready()
+        await self._stage("chromium-ready")
         if vnc:
             await self._display.wait_vnc()
         self._state = SlotState.RUNNING
@@ -259,6 +312,10 @@ class Slot:
             loop.time() - started,
         )
 
+    async def _stage(self, name: str) -> None:
+        if self._on_stage is not None:
+            await self._on_stage(name)
+
     # -- live view ------------------------------------------------------------------------------------------
     async def ensure_vnc(self) -> None:
         """(Re)start x11vnc and websockify if they are not running. The slot must be running."""
@@ -269,6 +326,47 @@ class Slot:
         if self._display is None or self._state is not SlotState.RUNNING:
             raise RuntimeError(f"slot {self.index} is not running")
         await self._display.ensure_vnc()
+
+    @property
+    def viewers(self) -> int:
+        return self._live.count
+
+    @property
+    def vnc_stop_pending(self) -> bool:
+        """True while the live view is due to stop because its last viewer left."""
+        return self._live.stop_pending
+
+    @property
+    def vnc_idle_grace(self) -> float:
+        return self._live.grace
+
+    @vnc_idle_grace.setter
+    def vnc_idle_grace(self, seconds: float) -> None:
+        self._live.grace = seconds
+
+    async def add_viewer(self) -> int:
+        """A live viewer arrives: start the VNC side if needed (spec §4.10 lazy start); return a ticket for
+        :meth:`remove_viewer`. On failure nothing is counted."""
+        ticket = self._live.arrive()
+        try:
+            await self.ensure_vnc()
+        except BaseException:
+            self.remove_viewer(ticket)
+            raise
+        return ticket
+
+    def remove_viewer(self, ticket: int) -> None:
+        """A live viewer left. After the last one, x11vnc and websockify stop once ``vnc_idle_grace`` passed."""
+        self._live.leave(ticket, running=self._state is SlotState.RUNNING)
+
+    async def _stop_vnc_if_idle(self) -> None:
+        async with self._lock:
+            display = self._display
+            if self._live.count or display is None or self._state is not SlotState.RUNNING:
+                return
+            if display.vnc_started:
+                await display.stop_live_view()
+                logger.info("Slot %d: live view stopped, nobody is watching", self.index)
 
     async def set_view_only(self, view_only: bool) -> None:
         """Let viewers only watch (default) or also control the browser; kept across live-view restarts."""
@@ -287,6 +385,7 @@ class Slot:
         self._state = SlotState.STOPPING
         loop = asyncio.get_running_loop()
         started = loop.time()
+        await self._live.reset()
         try:
             for step in (self._browser, self._display):
                 if step is None:

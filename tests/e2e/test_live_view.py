@@ -115,12 +115,18 @@ async def test_rfb_greeting_through_the_proxied_socket(server: ServerProcess, li
     async with websockets.connect(url, subprotocols=[Subprotocol("binary")], open_timeout=10) as ws:
         assert ws.subprotocol == "binary"
         assert await asyncio.wait_for(ws.recv(), 10) == b"RFB 003.008\n"
-    # the slot's VNC, noVNC and CDP ports exist, on loopback only: only the authenticated bridge is public
+    # the slot's noVNC and CDP ports exist, on loopback only (x11vnc has no TCP port, websockify wants the slot's
+    # secret): only the authenticated bridge is public
     pids = {proc.pid for proc in stack_processes(server)}
     listeners = [c for c in psutil.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN and c.pid in pids]
     layout = slot_layout(server.slot_base)
-    assert {layout.vnc_port, layout.novnc_port, layout.cdp_port} <= {c.laddr.port for c in listeners}
+    assert {layout.novnc_port, layout.cdp_port} <= {c.laddr.port for c in listeners}
+    assert layout.vnc_port not in {c.laddr.port for c in listeners}
     assert {c.laddr.ip for c in listeners} == {"127.0.0.1"}
+    direct = f"ws://127.0.0.1:{layout.novnc_port}/websockify"
+    with pytest.raises((websockets.InvalidHandshake, websockets.ConnectionClosed, OSError)):
+        async with websockets.connect(direct, subprotocols=[Subprotocol("binary")], open_timeout=10) as ws:
+            await asyncio.wait_for(ws.recv(), 10)
 
 
 async def test_headless_chromium_shows_the_remote_page_in_a_cross_origin_iframe(

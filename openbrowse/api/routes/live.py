@@ -134,7 +134,7 @@ async def websockify(websocket: WebSocket, target_id: str, targets: LiveTargetsD
     await websocket.accept(subprotocol=offered_subprotocol(websocket, "binary"))
     try:
         slot = _slot_of(await targets.resolve(target_id))
-        await slot.ensure_vnc()
+        ticket = await slot.add_viewer()  # starts the VNC side if nobody was watching
     except NotFound as exc:
         await close_quietly(websocket, CLOSE_UNAVAILABLE, exc.message)
         return
@@ -142,8 +142,11 @@ async def websockify(websocket: WebSocket, target_id: str, targets: LiveTargetsD
         logger.warning("Live view could not be started: %s", exc)
         await close_quietly(websocket, CLOSE_UNAVAILABLE, "The live view could not be started")
         return
-    upstream = f"ws://127.0.0.1:{slot.novnc_port}/websockify"
-    await bridge(websocket, upstream, max_message=VNC_MAX_MESSAGE, subprotocol="binary")
+    try:
+        # carries the slot's websockify secret
+        await bridge(websocket, slot.novnc_ws_url, max_message=VNC_MAX_MESSAGE, subprotocol="binary")
+    finally:
+        slot.remove_viewer(ticket)  # the last viewer out stops the VNC side after a grace period
 
 
 @router.get("/{target_id}/{asset:path}", responses=_ASSET_RESPONSES)

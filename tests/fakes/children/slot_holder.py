@@ -18,7 +18,7 @@ from openbrowse.slots.ledger import tagged_processes
 async def main() -> None:
     settings = Settings(OPENBROWSE_DATA_DIR=Path(sys.argv[1]), MAX_CONCURRENT_SESSIONS=1)
     async with SlotPool(settings, base_index=int(sys.argv[2])) as pool, pool.acquire("holder") as lease:
-        slot = await lease.start_browser()
+        slot = await lease.start_browser(vnc=True)
         pids = [p.pid for p in tagged_processes(slot.tag)]
         info = {"pids": pids, "cdp_ws_url": slot.cdp_ws_url, "tag": slot.tag, "display": slot.display}
         print(json.dumps(info), flush=True)

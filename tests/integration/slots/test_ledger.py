@@ -14,7 +14,14 @@ import pytest
 
 from openbrowse.config import Settings
 from openbrowse.slots.layout import slot_layout
-from openbrowse.slots.ledger import LEDGER_NAME, TAG_ENV, cleanup_leftovers, instance_id, remove_stale_x_files
+from openbrowse.slots.ledger import (
+    LEDGER_NAME,
+    TAG_ENV,
+    LedgerEntry,
+    cleanup_leftovers,
+    instance_id,
+    remove_recorded_x_files,
+)
 from openbrowse.slots.pool import SlotPool
 
 from .conftest import PYTHON
@@ -54,7 +61,7 @@ def test_ledger_entries_are_verified_before_killing(
         proc = psutil.Process(popen.pid)
         name = proc.name() if name_ok else "Xvfb"
         ledger = _write_ledger(settings, proc, create_time=proc.create_time() + time_shift, name=name)
-        report = cleanup_leftovers(ledger, settings.run_dir, [slot_layout(base_index)], settings.run_dir / "slots")
+        report = cleanup_leftovers(ledger, settings.run_dir, settings.run_dir / "slots")
         if killed:
             assert _reap(popen) == -9
             assert report.killed
@@ -72,9 +79,7 @@ def test_processes_with_our_tag_are_killed_and_others_are_not(settings: Settings
     theirs = _sleeper({**os.environ, TAG_ENV: f"{instance_id(settings.run_dir / 'other')}/{base_index}"})
     try:
         time.sleep(0.2)  # let the environment settle after exec
-        report = cleanup_leftovers(
-            settings.run_dir / LEDGER_NAME, settings.run_dir, [slot_layout(base_index)], settings.run_dir / "slots"
-        )
+        report = cleanup_leftovers(settings.run_dir / LEDGER_NAME, settings.run_dir, settings.run_dir / "slots")
         assert _reap(ours) == -9
         assert theirs.poll() is None
         assert len(report.killed) == 1
@@ -84,18 +89,24 @@ def test_processes_with_our_tag_are_killed_and_others_are_not(settings: Settings
             popen.wait()
 
 
-def test_stale_x_lock_and_socket_are_removed(base_index: int) -> None:
+@pytest.mark.parametrize("recorded", [True, False])
+def test_only_an_x_lock_our_recorded_xvfb_wrote_is_removed(settings: Settings, base_index: int, recorded: bool) -> None:
     layout = slot_layout(base_index)
     dead = subprocess.Popen(["true"])
     dead.wait()
     layout.x_socket_path.parent.mkdir(mode=0o1777, exist_ok=True)
     layout.x_lock_path.write_text(f"{dead.pid:>10}\n")
     layout.x_socket_path.touch()
+    entries = [LedgerEntry(dead.pid, 1.0, "Xvfb", "Xvfb", "Xvfb", base_index)] if recorded else []
     try:
-        removed = remove_stale_x_files(layout)
-        assert sorted(removed) == sorted([str(layout.x_lock_path), str(layout.x_socket_path)])
-        assert not layout.x_lock_path.exists()
-        assert not layout.x_socket_path.exists()
+        removed = remove_recorded_x_files(entries)
+        if recorded:
+            assert sorted(removed) == sorted([str(layout.x_lock_path), str(layout.x_socket_path)])
+            assert not layout.x_lock_path.exists()
+            assert not layout.x_socket_path.exists()
+        else:  # not ours: left alone (Xvfb itself replaces a lock whose writer is dead)
+            assert removed == []
+            assert layout.x_lock_path.exists()
     finally:
         layout.x_lock_path.unlink(missing_ok=True)
         layout.x_socket_path.unlink(missing_ok=True)
@@ -139,7 +150,7 @@ def test_group_of_a_dead_ledger_leader_is_swept(settings: Settings, base_index: 
         leader.wait()
         leader.stdout.close()
         assert helper.is_running()
-        report = cleanup_leftovers(ledger, settings.run_dir, [slot_layout(base_index)], settings.run_dir / "slots")
+        report = cleanup_leftovers(ledger, settings.run_dir, settings.run_dir / "slots")
         assert len(report.killed) == 1
         helper.wait(5)  # reaped by init; gone
     finally:

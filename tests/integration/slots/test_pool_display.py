@@ -43,7 +43,7 @@ async def test_lease_starts_a_fresh_browser_each_time(settings: Settings, base_i
         urls = []
         for _ in range(2):
             async with pool.acquire("run") as lease:
-                slot = await lease.start_browser()
+                slot = await lease.start_browser(vnc=True)
                 urls.append(slot.cdp_ws_url)
                 ledger = json.loads((settings.run_dir / LEDGER_NAME).read_text())
                 assert {entry["kind"] for entry in ledger["processes"]} == {"Xvfb", "x11vnc", "websockify", "Chromium"}

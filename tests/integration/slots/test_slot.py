@@ -16,7 +16,7 @@ from websockets.typing import Subprotocol
 from openbrowse.config import Settings
 from openbrowse.errors import BrowserUnavailable, ProcessDied, ProcessStartError
 from openbrowse.slots.probes import loopback_http_json
-from openbrowse.slots.slot import Slot, SlotState
+from openbrowse.slots.slot import START_STAGES, Slot, SlotState
 
 from .conftest import instance_processes, live_children, needs_display, open_fds
 
@@ -51,10 +51,8 @@ async def _query_viewonly(display: str) -> str:
     raise AssertionError(f"x11vnc on {display} never answered: {out.decode()}")
 
 
-async def _rfb_greeting(port: int) -> bytes:
-    async with websockets.connect(
-        f"ws://127.0.0.1:{port}/websockify", subprotocols=[Subprotocol("binary")], open_timeout=10
-    ) as ws:
+async def _rfb_greeting(url: str) -> bytes:
+    async with websockets.connect(url, subprotocols=[Subprotocol("binary")], open_timeout=10) as ws:
         greeting = await asyncio.wait_for(ws.recv(), 10)
     return greeting if isinstance(greeting, bytes) else greeting.encode()
 
@@ -77,7 +75,7 @@ class RfbViewer:
         assert await self.read(12) == b"RFB 003.008\n"
         await self.ws.send(b"RFB 003.008\n")
         security_types = await self.read((await self.read(1))[0])
-        assert 1 in security_types  # None: -nopw, reachable on 127.0.0.1 only
+        assert 1 in security_types  # None: -nopw, reachable only through the secret-checking websockify
         await self.ws.send(b"\x01")
         assert await self.read(4) == b"\0\0\0\0"
         await self.ws.send(b"\x01")  # shared
@@ -116,8 +114,7 @@ async def test_view_only_blocks_input_until_control_is_taken(settings: Settings,
         await _evaluate(
             slot.cdp_port, "document.addEventListener('mousemove', () => { window.moves = (window.moves || 0) + 1 }); 1"
         )
-        url = f"ws://127.0.0.1:{slot.novnc_port}/websockify"
-        async with websockets.connect(url, subprotocols=[Subprotocol("binary")]) as ws:
+        async with websockets.connect(slot.novnc_ws_url, subprotocols=[Subprotocol("binary")]) as ws:
             viewer = RfbViewer(ws)
             assert await viewer.handshake() == (1920, 1080)
             assert await _moves_after(viewer, slot.cdp_port, 500, 500) == 0
@@ -160,13 +157,14 @@ async def test_running_slot_has_one_active_tab_and_loopback_listeners(settings: 
         assert await _evaluate(slot.cdp_port, "document.visibilityState") == "visible"
         pids = {p.pid for p in instance_processes(settings)}
         listeners = [c for c in psutil.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN and c.pid in pids]
-        assert {c.laddr.port for c in listeners} >= {slot.vnc_port, slot.novnc_port, slot.cdp_port}
+        assert {c.laddr.port for c in listeners} >= {slot.novnc_port, slot.cdp_port}
+        assert slot.vnc_port not in {c.laddr.port for c in listeners}  # x11vnc: a Unix socket only
         assert {c.laddr.ip for c in listeners} == {"127.0.0.1"}
 
 
 async def test_websockify_serves_the_rfb_greeting_and_novnc(settings: Settings, base_index: int) -> None:
     async with Slot(settings, base_index) as slot:
-        assert await _rfb_greeting(slot.novnc_port) == b"RFB 003.008\n"
+        assert await _rfb_greeting(slot.novnc_ws_url) == b"RFB 003.008\n"
         status, body = await loopback_http_json(slot.novnc_port, "/vnc.html")
         assert status == 200
         assert "noVNC" in body
@@ -197,7 +195,7 @@ async def test_ensure_vnc_restarts_dead_live_view_without_killing_the_slot(setti
         assert slot.running  # the live view is not essential
         await slot.ensure_vnc()
         await slot.ensure_vnc()  # idempotent
-        assert await _rfb_greeting(slot.novnc_port) == b"RFB 003.008\n"
+        assert await _rfb_greeting(slot.novnc_ws_url) == b"RFB 003.008\n"
 
 
 async def test_lazy_live_view(settings: Settings, base_index: int) -> None:
@@ -207,7 +205,7 @@ async def test_lazy_live_view(settings: Settings, base_index: int) -> None:
     try:
         assert {p.name for p in slot.processes()} == {"Xvfb", "Chromium"}
         await slot.ensure_vnc()
-        assert await _rfb_greeting(slot.novnc_port) == b"RFB 003.008\n"
+        assert await _rfb_greeting(slot.novnc_ws_url) == b"RFB 003.008\n"
     finally:
         await slot.aclose()
 
@@ -260,16 +258,32 @@ async def test_missing_chrome_binary_names_the_setting(settings: Settings, base_
     assert instance_processes(settings) == []
 
 
-async def test_cancelled_start_leaves_nothing(settings: Settings, base_index: int) -> None:
-    slot = Slot(settings, base_index)
-    for delay in (0.05, 0.2, 0.5):
-        task = asyncio.create_task(slot.start())
-        await asyncio.sleep(delay)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-        assert slot.state is SlotState.STOPPED
-        assert instance_processes(settings) == []
+@pytest.mark.parametrize("stage", START_STAGES)
+async def test_cancelled_start_leaves_nothing(settings: Settings, base_index: int, stage: str) -> None:
+    """Cancel the start while it sits at each of its own stages (never after a guessed delay)."""
+    reached = asyncio.Event()
+    alive_then: list[str] = []
+
+    async def hold_at(name: str) -> None:
+        if name == stage:
+            alive_then.extend(sorted(p.name for p in slot.processes() if p.running))
+            reached.set()
+            await asyncio.Event().wait()  # parked here until the test cancels the start
+
+    slot = Slot(settings, base_index, on_stage=hold_at)
+    task = asyncio.create_task(slot.start())
+    await asyncio.wait_for(reached.wait(), 60)
+    assert alive_then  # the stage really had processes up
+    if stage in {"chromium-spawned", "chromium-ready"}:
+        assert "Chromium" in alive_then
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert slot.state is SlotState.STOPPED
+    assert instance_processes(settings) == []
+    assert live_children() == []
+    reached.clear()
+    stage = ""  # the same slot starts normally afterwards
     async with slot:
         assert slot.running
 

@@ -1,0 +1,39 @@
+"""Through the server: a browser nobody watches has no x11vnc/websockify; they come with the first viewer of
+``/vnc/{id}/websockify`` and go after the last one leaves (spec §4.10 lazy start; issue 11)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+import pytest
+import websockets
+from websockets.typing import Subprotocol
+
+from tests.e2e.browser_support import needs_display, stack_processes, start_isolated_server
+from tests.support.server import ServerProcess, wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display, pytest.mark.timeout(240)]
+
+
+def _live_view(server: ServerProcess) -> set[str]:
+    return {p.name() for p in stack_processes(server)} & {"x11vnc", "websockify"}
+
+
+async def test_the_live_view_runs_only_while_someone_watches(tmp_path: Path) -> None:
+    server = start_isolated_server(tmp_path / "home")
+    try:
+        browser = httpx.post(f"{server.v3}/browsers", json={}, timeout=60).json()
+        session_id = browser["id"]
+        assert _live_view(server) == set()
+        url = f"ws://127.0.0.1:{server.port}/vnc/{session_id}/websockify"
+        async with websockets.connect(url, subprotocols=[Subprotocol("binary")], open_timeout=30) as ws:
+            assert await asyncio.wait_for(ws.recv(), 30) == b"RFB 003.008\n"
+            assert _live_view(server) == {"x11vnc", "websockify"}
+        wait_until(lambda: not _live_view(server), 90, what="the live view to stop after its viewer left")
+        assert httpx.get(f"{server.v3}/browsers/{session_id}", timeout=10).json()["status"] == "active"
+        httpx.patch(f"{server.v3}/browsers/{session_id}", json={"action": "stop"}, timeout=60)
+    finally:
+        server.stop()
+    assert not server.leftovers()
