@@ -68,6 +68,12 @@ class AgentEngine:
             self._on_usage,
             label="preflight",
         )
+        self._judge_llm = MeteredChatModel(
+            build_chat_model(resolved, resolved.spec.default_effort, settings),
+            resolved.spec,
+            self._on_usage,
+            label="judge",
+        )
         self._slot: Slot | None = None
         self._browser: BrowserSession | None = None
         self._runner: AgentRunner | None = None
@@ -135,6 +141,7 @@ class AgentEngine:
                 self._agent_llm,
                 self._feed,
                 self,
+                judge_llm=self._judge_llm,
             )
         except BaseException:
             await self._cancel_goal()
