@@ -260,13 +260,14 @@ def guard_problem(guard: Guard | None, value: str) -> str | None:
 
 
 def strip_to_schema(node: Node, value: Any) -> Any:
-    """``value`` with keys the schema does not declare removed (extra keys used during the run stay private)."""
+    """``value`` in schema shape: undeclared keys removed (run-time extras stay private), unset nullables null."""
     if node.kind == "object" and isinstance(value, dict):
-        return {
+        kept = {
             k: strip_to_schema(node.fields[k].node, v)
             for k, v in value.items()
             if k in node.fields and not (v is None and not node.fields[k].required and not node.fields[k].node.nullable)
         }
+        return {name: kept.get(name) for name, spec in node.fields.items() if name in kept or spec.node.nullable}
     if node.kind == "array" and isinstance(value, list) and node.items is not None:
         return [strip_to_schema(node.items, v) for v in value]
     return value

@@ -186,7 +186,7 @@ def test_bulk_load_and_merge_from_files(tmp_path: Path) -> None:
     (tmp_path / "more.json").write_text(json.dumps([{"jobUrl": url(1) + "/", "salary": 7}]))
     store.update_items_from_file("more.json")
     assert store.items == [{"title": "A", "jobUrl": url(1) + "/", "salary": 7}]
-    with pytest.raises(StoreError, match="no saved file named nope.json"):
+    with pytest.raises(StoreError, match=r"no saved file named nope\.json"):
         store.add_items_from_file("nope.json")
 
 
@@ -216,4 +216,4 @@ def test_final_output_strips_extra_keys(tmp_path: Path) -> None:
     store.set_field("company", "Acme")
     store.add_item({"title": "A", "jobUrl": url(1), "notes": "scratch"})
     output, problems = store.final_output()
-    assert problems == [] and output == {"company": "Acme", "jobs": [{"title": "A", "jobUrl": url(1)}]}
+    assert problems == [] and output == {"company": "Acme", "jobs": [{"title": "A", "jobUrl": url(1), "salary": None}]}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import jsonschema
@@ -87,11 +88,9 @@ def test_any_sequence_of_writes_keeps_the_store_schema_valid(sequence: list[tupl
         evidence.add_page(f"https://site.example/i/{n}", f"item {n}")
     store = AnswerStore(convert(SCHEMA), evidence)
     for op, arg in sequence:
-        try:
+        with contextlib.suppress(StoreError):  # a refused write leaves the store as it was
             apply(store, op, arg)
-        except StoreError:
-            pass  # a refused write leaves the store as it was
         output, problems = store.final_output()
         assert problems == []
         jsonschema.validate(output, SCHEMA)
-        assert output["items"] == store.items
+        assert output["items"] == [{**item, "open": item.get("open")} for item in store.items]
