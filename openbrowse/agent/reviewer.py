@@ -10,6 +10,7 @@ changes ``isTaskSuccessful``: it is reported (``judge`` events, a dissent note),
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -97,12 +98,15 @@ class Reviewer:
         self.last_verdict: bool | None = None
 
     async def judge(self, context: ReviewContext) -> JudgeVerdict | None:
+        started = time.monotonic()
         messages = judge_messages(context.task, context.goal, context.done_text(), context.steps())
         try:
             reply = await self._llm.ainvoke(messages, output_format=JudgeVerdict)
         except Exception as exc:
             logger.warning("The reviewer call failed (%s: %s); the result stands unreviewed", type(exc).__name__, exc)
             return None
+        finally:
+            logger.info("Reviewer call took %.3f s", time.monotonic() - started)
         completion = reply.completion
         return completion if isinstance(completion, JudgeVerdict) else None
 

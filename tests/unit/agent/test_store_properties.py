@@ -6,8 +6,7 @@ import contextlib
 from typing import Any
 
 import jsonschema
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from openbrowse.agent.answer_store import AnswerStore, StoreError
 from openbrowse.agent.evidence import EvidenceCorpus
