@@ -167,7 +167,10 @@ class AgentRunner:
         except BudgetExceeded as stop:
             return await self._budget_outcome(stop)
         except ProviderGaveUp as gave_up:
-            return await self._fatal(gave_up.__cause__ or gave_up)
+            cause = gave_up.__cause__ or gave_up
+            unusable = classify(cause).kind is FailureKind.INVALID_OUTPUT
+            salvaged = await self._store_complete_outcome() if unusable else None
+            return salvaged or await self._fatal(cause)
         except Exception as exc:
             return await self._fatal(exc)
         outcome = await self._finished_outcome(agent, max_steps)
@@ -322,19 +325,8 @@ class AgentRunner:
                 structured=structured,
                 recovered=count_recovered(errors),
             )
-        elif (complete := self._structured.store_complete()) is not None:
-            output, gate_passed = complete
-            await self._judge_event(
-                "storeComplete",
-                "Run ended without done, but the output store is schema-valid — recorded as delivered",
-                {"gatePassed": gate_passed},
-            )
-            outcome = TurnOutcome(
-                ending=TurnEnding.FINISHED,
-                summary="Run ended without done; the output store was schema-valid, so it stands as the answer.",
-                output=output,
-                is_task_successful=True,
-            )
+        elif (salvaged := await self._store_complete_outcome()) is not None:
+            return salvaged
         else:
             out_of_steps = agent.state.n_steps > max_steps
             unusable = self._log.last_error is not None and classify(self._log.last_error).kind is (
@@ -382,6 +374,21 @@ class AgentRunner:
             failure=failure,
             release_browser=True,
         )
+
+    async def _store_complete_outcome(self) -> TurnOutcome | None:
+        """§13.7: the turn ended without done (steps exhausted, unusable replies) but the store is schema-valid."""
+        complete = self._structured.store_complete()
+        if complete is None:
+            return None
+        output, gate_passed = complete
+        await self._judge_event(
+            "storeComplete",
+            "Run ended without done, but the output store is schema-valid — recorded as delivered",
+            {"gatePassed": gate_passed},
+        )
+        summary = "Run ended without done; the output store was schema-valid, so it stands as the answer."
+        await self._completion(summary, output)
+        return TurnOutcome(ending=TurnEnding.FINISHED, summary=summary, output=output, is_task_successful=True)
 
     async def salvage(self) -> Salvage:
         """What an interrupted turn keeps (spec §13.8): the store when non-empty, else the agent's result.json."""

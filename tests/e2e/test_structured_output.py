@@ -15,7 +15,7 @@ import pytest
 
 from tests.e2e.agent_support import create, data_of, messages, token, wait_until_status
 from tests.fakes.llm_request import LLMRequest
-from tests.fakes.llm_script import agent_step, done, is_review, navigate, structured, verdict
+from tests.fakes.llm_script import Fault, agent_step, done, is_review, navigate, structured, text, verdict
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import CAREER_COMPANY, FixtureSites, career_records
 from tests.support.server import ServerProcess
@@ -142,6 +142,8 @@ async def test_careers_board_fills_the_store_through_the_gate(
     judge_call = next(r for r in fake.requests_matching(marker) if r.is_review)
     assert "STRUCTURED OUTPUT" in judge_call.text and "Recruiter" in judge_call.text
     assert not events(feed, "judge", "dissent")
+    mirror = json.loads((agent_server.home / "data" / "sessions" / session["id"] / "output.json").read_text())
+    assert mirror == {"company": CAREER_COMPANY, "jobs": rows}
 
 
 async def test_budget_stop_keeps_the_partial_store(
@@ -212,3 +214,45 @@ async def test_pushed_back_review_ends_with_a_dissent_note(agent_server: ServerP
     assert "you have already replied twice without changing the answer" in steps[3].text
     done_rows = [data_of(m) for m in feed if m["type"] == "result" and data_of(m)["action"] == "done"]
     assert [d.get("reviewReply") for d in done_rows] == [None, "replied", "replied", "replied"]
+
+
+async def test_unusable_replies_after_a_valid_store_still_deliver(
+    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
+) -> None:
+    marker = token("SALVAGE")
+    rows = truth(site)
+    fake.script(
+        marker,
+        [
+            navigate(f"{site.panel_url}/board"),
+            READ_PAGES_STEP,
+            load_rows(rows),
+            agent_step({"set_field": {"key": "company", "value": CAREER_COMPANY}}, next="Record the company."),
+            Fault.malformed("json").forever(),
+        ],
+        when=agent_steps,
+    )
+    session = create(agent_server, task=f"{marker} List every vacancy on {site.url}/careers.", outputSchema=SCHEMA)
+    finished = wait_until_status(agent_server, session["id"], {"stopped", "error"}, timeout=240)
+    assert finished["status"] == "stopped", finished["lastStepSummary"]
+    assert finished["isTaskSuccessful"] is True and finished["failureKind"] is None
+    assert finished["output"] == {"company": CAREER_COMPANY, "jobs": [{**row, "salary": None} for row in rows]}
+    feed = messages(agent_server, session["id"])
+    [event] = events(feed, "judge", "storeComplete")
+    assert event["summary"] == "Run ended without done, but the output store is schema-valid — recorded as delivered"
+    assert data_of(event)["gatePassed"] is False  # salary is neither filled nor marked absent
+    assert not events(feed, "judge", "review")
+
+
+async def test_prose_mode_reformats_the_final_answer_once(agent_server: ServerProcess, fake: FakeProvider) -> None:
+    marker = token("PROSE")
+    schema = {"type": "object", "properties": {"answer": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}}
+    fake.script(marker, [done(f"The answer is forty-two ({marker}).")], when=agent_steps)
+    fake.script(marker, [text('{"answer": 42}')], when=lambda r: "OPENBROWSE-REFORMAT" in r.text)
+    session = create(agent_server, task=f"{marker} Say the answer.", outputSchema=schema)
+    finished = wait_until_status(agent_server, session["id"], {"stopped", "error"})
+    assert finished["isTaskSuccessful"] is True and finished["output"] == {"answer": 42}
+    requests = fake.requests_matching(marker)
+    assert "OUTPUT FORMAT" in next(r for r in requests if r.is_agent_step).text
+    assert len([r for r in requests if "OPENBROWSE-REFORMAT" in r.text]) == 1
+    assert not (agent_server.home / "data" / "sessions" / session["id"] / "output.json").exists()
