@@ -28,6 +28,7 @@ bench: deps
 	$(BIN)/python bench/step_overhead.py
 	$(BIN)/python bench/lean_state.py
 	$(BIN)/python bench/read_pages.py
+	$(BIN)/python bench/reviewer.py
 
 deps: system-deps venv
 

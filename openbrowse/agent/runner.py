@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import tempfile
 from collections.abc import Iterator
@@ -29,12 +28,13 @@ from openbrowse.agent.outcome import (
     completed,
     count_recovered,
     not_completed,
-    parse_structured,
-    schema_errors,
 )
 from openbrowse.agent.preflight import collapse
-from openbrowse.agent.prompts import MAX_ACTIONS_PER_STEP, output_format_block, system_prompt
+from openbrowse.agent.prompts import MAX_ACTIONS_PER_STEP, system_prompt
+from openbrowse.agent.reformat import reformat_once
+from openbrowse.agent.reviewer import ReviewContext, Reviewer, RoundResult, dissent
 from openbrowse.agent.steps import failed_step_entry, step_entry
+from openbrowse.agent.structured import StructuredOutput
 from openbrowse.agent.timeouts import TIMEOUTS
 from openbrowse.agent.tools import ToolContext, register_tools
 from openbrowse.agent.tools.clipboard import Clipboard, capture_start_url
@@ -44,7 +44,7 @@ from openbrowse.domain.failures import Failure, FailureKind
 from openbrowse.domain.feed import EventCategory, FeedEntry, FeedSink, MessageType
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.money import format_usd
-from openbrowse.domain.runs import NOTHING_KEPT, Salvage, TurnEnding, TurnOutcome
+from openbrowse.domain.runs import Salvage, TurnEnding, TurnOutcome
 from openbrowse.llm.failures import classify, is_provider_failure
 
 logger = logging.getLogger(__name__)
@@ -119,6 +119,7 @@ class AgentRunner:
         callbacks: RunCallbacks,
         *,
         activity: ActivityReporter = NO_ACTIVITY,
+        judge_llm: BaseChatModel | None = None,
     ) -> None:
         self._spec = spec
         self._browser = browser_session
@@ -133,6 +134,12 @@ class AgentRunner:
         self._turn_start = 0
         self._turn_errors: list[str | None] = []
         self._lean = LeanState()
+        self._structured = StructuredOutput(spec.output_schema, spec.files_dir)
+        self._judge_llm = judge_llm
+        self._reviewer = Reviewer(judge_llm, self._judge_event) if judge_llm is not None else None
+        self._step_summaries: list[str] = []
+        self._review_baseline: str | None = None
+        self._step_version_at_start = 0
 
     @property
     def clipboard(self) -> Clipboard:
@@ -142,6 +149,11 @@ class AgentRunner:
     def activity(self) -> ActivityReporter:
         """Where tools report long phases (``Reading 6 pages``, ``Running scrape.py``) and code as it is written."""
         return self._activity
+
+    @property
+    def structured(self) -> StructuredOutput:
+        """The answer store (when the schema converts) and evidence: also what a sandbox binds."""
+        return self._structured
 
     async def _event(self, category: EventCategory, action: str, summary: str, **data: Any) -> None:
         await self._sink.append(self._spec.session_id, FeedEntry.event(category, action, summary, **data))
@@ -156,6 +168,11 @@ class AgentRunner:
         self._spend = TurnSpend(carried=self._callbacks.total_cost())
         self._turn_errors = []
         self._lean.disarm()  # a new turn starts from the full state
+        self._step_summaries = []
+        self._review_baseline = None
+        self._structured.new_turn()
+        if self._reviewer is not None:
+            self._reviewer.last_verdict = None
         agent = self._agent
         if agent is None:
             agent = self._agent = self._build_agent(text)
@@ -166,22 +183,26 @@ class AgentRunner:
         try:
             with active_run():
                 await agent.run(max_steps=max_steps, on_step_start=self._on_step_start, on_step_end=self._on_step_end)
+                await self._review(agent, task, goal, max_steps)
         except BudgetExceeded as stop:
             return await self._budget_outcome(stop)
         except ProviderGaveUp as gave_up:
-            return await self._fatal(gave_up.__cause__ or gave_up)
+            cause = gave_up.__cause__ or gave_up
+            unusable = classify(cause).kind is FailureKind.INVALID_OUTPUT
+            salvaged = await self._store_complete_outcome() if unusable else None
+            return salvaged or await self._fatal(cause)
         except Exception as exc:
             return await self._fatal(exc)
         finally:
             self._activity.finish()
-        return await self._finished_outcome(agent, max_steps)
+        outcome = await self._finished_outcome(agent, max_steps)
+        await self._dissent(outcome)
+        return outcome
 
     def _task_text(self, task: str, goal: str, preamble: str | None) -> str:
         text = f"{preamble}\n\n{task}" if preamble else task
         text = f"{text}\n\nGOAL: {goal}"
-        if self._spec.output_schema is not None:
-            text += output_format_block(json.dumps(self._spec.output_schema, indent=1))
-        return text
+        return text + self._structured.task_suffix()
 
     def _build_agent(self, text: str) -> Agent[Any, Any]:
         tools: Tools[Any] = Tools()
@@ -195,10 +216,12 @@ class AgentRunner:
                 network=self._spec.network,
                 captcha_solver=self._spec.captcha_solver,
             ),
+            before_guard=[lambda registry: self._structured.register(registry, self._gate_event)],
         )
         start_url = self._clipboard.get("startUrl")
+        extension = "\n\n".join(p for p in (self._spec.system_prompt_extension, self._structured.prompt_block()) if p)
         prompt = system_prompt(
-            extension=self._spec.system_prompt_extension,
+            extension=extension or None,
             action_names=list(tools.registry.registry.actions),
             solver=self._spec.captcha_solver,
             start_url=start_url,
@@ -224,6 +247,7 @@ class AgentRunner:
 
     # -- hooks -------------------------------------------------------------------------------------------------
     async def _on_step_start(self, agent: Agent[Any, Any]) -> None:
+        self._step_version_at_start = self._structured.version
         self._log.step = agent.state.n_steps
         self._activity.begin("Preparing next step", ActivityKind.PREPARING, step=agent.state.n_steps)
         await self._lean.before_step(self._browser)
@@ -274,10 +298,24 @@ class AgentRunner:
             )
             self._turn_errors.append(next((r.error for r in item.result if r.error), None))
             await self._remember_events(item.model_output, len(item.result))
+            self._observe(item, entry.data)
+        self._step_summaries.append(entry.summary)
         executed = (entry.data or {}).get("actions", []) if entry.type is not MessageType.BROWSER_ACTION_ERROR else []
         self._lean.after_step(executed, item.state.url if item is not None else None)
         await self._sink.append(self._spec.session_id, entry)
         return entry.summary
+
+    def _observe(self, item: Any, data: dict[str, Any] | None) -> None:
+        """Evidence from the step's reads; ``coverage`` when it wrote to the store (one version per write)."""
+        actions = (data or {}).get("actions") or []
+        self._structured.observe(actions, [r.extracted_content for r in item.result], getattr(item.state, "url", None))
+        if data is None:
+            return
+        if self._structured.version != self._step_version_at_start:
+            data["coverage"] = self._structured.coverage()
+        if self._review_baseline is not None and data.get("action") == "done":
+            changed = self._structured.answer_snapshot(self._last_done_text()) != self._review_baseline
+            data["reviewReply"] = "resubmitted" if changed else "replied"
 
     async def _remember_events(self, model_output: Any, executed: int) -> None:
         for action in (model_output.action or [])[:executed]:
@@ -325,7 +363,9 @@ class AgentRunner:
         if done is not None:
             text = done.extracted_content or ""
             schema = self._spec.output_schema
-            structured = parse_structured(text, schema) if schema is not None else None
+            structured = self._structured.structured_result(text) if done.success else None
+            if structured is not None and not structured[1] and self._structured.prose:
+                structured = await self._reformat(text, structured)
             errors = self._turn_errors[:-1] if self._turn_errors else []
             outcome = completed(
                 text=text,
@@ -334,6 +374,8 @@ class AgentRunner:
                 structured=structured,
                 recovered=count_recovered(errors),
             )
+        elif (salvaged := await self._store_complete_outcome()) is not None:
+            return salvaged
         else:
             out_of_steps = agent.state.n_steps > max_steps
             unusable = self._log.last_error is not None and classify(self._log.last_error).kind is (
@@ -382,18 +424,82 @@ class AgentRunner:
             release_browser=True,
         )
 
-    async def salvage(self) -> Salvage:
-        """What an interrupted turn keeps (spec §13.8): the agent's ``result.json`` when it wrote one."""
-        result_file = self._spec.files_dir / "agent" / "browseruse_agent_data" / "result.json"
-        if not result_file.is_file():
-            return NOTHING_KEPT
-        try:
-            output = json.loads(result_file.read_text("utf-8"))
-        except (OSError, json.JSONDecodeError):
-            return NOTHING_KEPT
-        schema = self._spec.output_schema
-        valid = schema is not None and output not in (None, "", [], {}) and not schema_errors(output, schema)
-        kept = (
-            "The output store was schema-valid, so it stands as the answer." if valid else "A partial output is kept."
+    async def _store_complete_outcome(self) -> TurnOutcome | None:
+        """§13.7: the turn ended without done (steps exhausted, unusable replies) but the store is schema-valid."""
+        complete = self._structured.store_complete()
+        if complete is None:
+            return None
+        output, gate_passed = complete
+        await self._judge_event(
+            "storeComplete",
+            "Run ended without done, but the output store is schema-valid — recorded as delivered",
+            {"gatePassed": gate_passed},
         )
-        return Salvage(output=output, is_task_successful=bool(valid), kept=kept)
+        summary = "Run ended without done; the output store was schema-valid, so it stands as the answer."
+        await self._completion(summary, output)
+        return TurnOutcome(ending=TurnEnding.FINISHED, summary=summary, output=output, is_task_successful=True)
+
+    async def salvage(self) -> Salvage:
+        """What an interrupted turn keeps (spec §13.8): the store when non-empty, else the agent's result.json."""
+        return self._structured.salvage()
+
+    async def _reformat(self, text: str, structured: tuple[Any, bool]) -> tuple[Any, bool]:
+        """Prose mode: one reformat call when the done text does not validate (its cost counts)."""
+        if self._judge_llm is None or self._spec.output_schema is None:
+            return structured
+        value, valid = await reformat_once(self._judge_llm, text, self._spec.output_schema)
+        return (value, True) if valid else structured
+
+    # -- structured output and review ----------------------------------------------------------------------------
+    async def _gate_event(self, summary: str, passed: bool) -> None:
+        await self._event(EventCategory.SCHEMA, "completeness", summary, passed=passed)
+
+    async def _judge_event(self, action: str, summary: str, data: dict[str, Any]) -> None:
+        await self._event(EventCategory.JUDGE, action, summary, **data)
+
+    def _last_done(self) -> Any:
+        agent = self._agent
+        if agent is None:
+            return None
+        items = agent.history.history[self._turn_start :]
+        return next((r for item in reversed(items) for r in item.result if r.is_done), None)
+
+    def _last_done_text(self) -> str:
+        done = self._last_done()
+        return (done.extracted_content or "") if done is not None else ""
+
+    async def _review(self, agent: Agent[Any, Any], task: str, goal: str, max_steps: int) -> None:
+        """Spec §14: review a successful-looking done; change requests re-enter the agent as continuations."""
+        done = self._last_done()
+        if self._reviewer is None or done is None or not done.success:
+            return
+
+        async def resume(message: str) -> RoundResult:
+            self._review_baseline = self._structured.answer_snapshot(self._last_done_text())
+            before = len(agent.history.history)
+            agent.add_new_task(message)
+            await agent.run(max_steps=max_steps, on_step_start=self._on_step_start, on_step_end=self._on_step_end)
+            latest = self._last_done()
+            fresh = any(r.is_done for item in agent.history.history[before:] for r in item.result)
+            steps = len(agent.history.history) - before
+            return RoundResult(steps=steps, done_ok=bool(fresh and latest is not None and latest.success))
+
+        context = ReviewContext(
+            task=task,
+            goal=goal,
+            done_text=self._last_done_text,
+            steps=lambda: list(self._step_summaries),
+            answer=lambda: self._structured.answer_snapshot(self._last_done_text()),
+        )
+        await self._reviewer.review(context, resume)
+
+    async def _dissent(self, outcome: TurnOutcome) -> None:
+        if self._reviewer is None:
+            return
+        note = dissent(self._reviewer.last_verdict, outcome.is_task_successful)
+        if note is not None:
+            await self._judge_event(
+                "dissent",
+                f"Reviewer's last verdict ({note['verdict']}) differs from the recorded outcome ({note['recorded']})",
+                note,
+            )

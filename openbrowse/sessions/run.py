@@ -83,6 +83,12 @@ class AgentEngine:
             self._on_usage,
             label="preflight",
         )
+        self._judge_llm = MeteredChatModel(
+            build_chat_model(resolved, resolved.spec.default_effort, settings),
+            resolved.spec,
+            self._on_usage,
+            label="judge",
+        )
         self._slot: Slot | None = None
         self._network = NetworkRules.from_settings(settings.NETWORK_POLICY, settings.NETWORK_ALLOWED_HOSTS)
         self._nav_guard: NavigationGuard | None = None
@@ -163,6 +169,7 @@ class AgentEngine:
                 self._feed,
                 self,
                 activity=self._activity,
+                judge_llm=self._judge_llm,
             )
         except BaseException:
             await self._cancel_goal()

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 Api = Literal["anthropic", "responses", "chat"]
 
+REVIEW_MARKER = "OPENBROWSE-REVIEW"
 _TEXT_KEYS = ("system", "instructions", "text", "content", "thinking", "output", "arguments", "summary")
 _STATE_RE = re.compile(r"<browser_state>(.*?)(?:</browser_state>|\Z)", re.DOTALL)
 _ELEMENT_RE = re.compile(r"^(\t*)(?:\|SHADOW\((?:open|closed)\)\|)?\*?(?:\|scroll element)?\[(\d+)\]<")
@@ -54,6 +55,11 @@ class LLMRequest:
         if self.schema_name == "AgentOutput" or "<browser_state>" in self.text:
             return True
         return bool(self.schema and "action" in self.schema.get("properties", {}))
+
+    @property
+    def is_review(self) -> bool:
+        """True for the reviewer's judge call (its system prompt carries the review marker)."""
+        return REVIEW_MARKER in self.text and not self.is_agent_step
 
     @property
     def browser_state(self) -> str | None:

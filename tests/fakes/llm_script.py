@@ -461,11 +461,24 @@ def _done_action(schema: dict[str, Any]) -> dict[str, Any]:
     return {"done": {"text": DEFAULT_DONE_TEXT, "success": True}}
 
 
+def verdict(passed: bool = True, reason: str = "", *, reasoning: str | None = None) -> dict[str, Any]:
+    """A reviewer (judge) reply: ``verdict(False, "add the salaries")`` asks for changes."""
+    said = reasoning if reasoning is not None else ("The result matches the task." if passed else reason)
+    return {"verdict": passed, "reasoning": said, "failureReason": "" if passed else reason}
+
+
+def is_review(request: LLMRequest) -> bool:
+    """Predicate for ``script(when=...)``: the reviewer's judge call."""
+    return request.is_review
+
+
 def default_reply(request: LLMRequest) -> dict[str, Any] | str:
     """What an unscripted request gets: a ``done`` step for agent steps, a schema example for other structured
     requests, and a short sentence for text requests."""
     if request.is_agent_step:
         return default_agent_step(request.schema)
+    if request.is_review:
+        return verdict(True)
     if request.schema is not None:
         value = example_for_schema(request.schema)
         return value if isinstance(value, dict) else {"value": value}

@@ -28,6 +28,40 @@ PRODUCTS = {
 }
 
 
+CAREER_COMPANY = "Fixture Careers Ltd"
+CAREER_TITLES = (
+    "Backend Engineer",
+    "Frontend Engineer",
+    "Data Analyst",
+    "Product Manager",
+    "QA Engineer",
+    "Site Reliability Engineer",
+    "UX Designer",
+    "Technical Writer",
+    "Support Specialist",
+    "Sales Engineer",
+    "Security Engineer",
+    "ML Engineer",
+    "Office Manager",
+    "Recruiter",
+)
+CAREER_CITIES = ("Berlin", "Lisbon", "Remote")
+
+
+def career_records() -> list[dict[str, str]]:
+    """Ground truth of the careers board: 14 vacancies, each with its own detail page (URL path included)."""
+    return [
+        {
+            "title": title,
+            "path": f"/board/job/{n}",
+            "location": CAREER_CITIES[n % 3],
+            "employment": "Part-time" if n % 4 == 0 else "Full-time",
+            "datePosted": f"2026-10-{n:02d}",
+        }
+        for n, title in enumerate(CAREER_TITLES, start=1)
+    ]
+
+
 def page(title: str, body: str) -> HTMLResponse:
     return HTMLResponse(
         f"<!doctype html><html><head><meta charset=utf-8><title>{html.escape(title)}</title>"
@@ -189,6 +223,13 @@ def shop_app(state: ShopState, panel_url: str) -> Starlette:
             f'<p>Loading the details panel.</p><iframe src="{detail}" width="800" height="300"></iframe>',
         )
 
+    async def careers(request: Request) -> Response:
+        return page(
+            f"Careers at {CAREER_COMPANY}",
+            "<p>Our open vacancies are listed on the jobs board below.</p>"
+            f'<iframe src="{panel_url}/board" width="900" height="500" title="jobs board"></iframe>',
+        )
+
     async def colour(request: Request) -> Response:
         return HTMLResponse(
             "<!doctype html><html><head><title>Colour</title></head>"
@@ -206,6 +247,7 @@ def shop_app(state: ShopState, panel_url: str) -> Starlette:
             Route("/form", contact),
             Route("/form", contact_sent, methods=["POST"]),
             Route("/jobs", with_panel),
+            Route("/careers", careers),
             Route("/colour", colour),
             Route("/big", big),
             Route("/prices.json", prices),
@@ -288,7 +330,41 @@ def panel_app() -> Starlette:
         number = request.path_params["n"]
         return page(f"Detail {number}", f"<p>Detail {number}: weight {number} kg, made of oak.</p>")
 
-    return Starlette(routes=[Route("/panel", panel), Route("/job/{n}", job), Route("/detail/{n}", detail)])
+    records = {r["path"]: r for r in career_records()}
+
+    async def board(request: Request) -> Response:
+        rows = "".join(f'<li><a href="{r["path"]}">{html.escape(r["title"])}</a></li>' for r in records.values())
+        return page("Jobs board", f"<ul>{rows}</ul>")
+
+    async def vacancy(request: Request) -> Response:
+        record = records.get(request.url.path)
+        if record is None:
+            return page("Not found", "<p>No such vacancy.</p>")
+        jsonld = {
+            "@context": "https://schema.org",
+            "@type": "JobPosting",
+            "title": record["title"],
+            "datePosted": record["datePosted"],
+            "employmentType": record["employment"],
+            "jobLocation": {"@type": "Place", "address": record["location"]},
+            "hiringOrganization": {"@type": "Organization", "name": CAREER_COMPANY},
+        }
+        return page(
+            record["title"],
+            f'<script type="application/ld+json">{json.dumps(jsonld)}</script>'
+            f"<p>Location: {html.escape(record['location'])}</p><p>Employment: {record['employment']}</p>"
+            "<p>Apply by email to the hiring team.</p>",
+        )
+
+    return Starlette(
+        routes=[
+            Route("/panel", panel),
+            Route("/job/{n}", job),
+            Route("/detail/{n}", detail),
+            Route("/board", board),
+            Route("/board/job/{n}", vacancy),
+        ]
+    )
 
 
 class FixtureSites:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from openbrowse.agent.guard import Guard, install_guard
@@ -19,12 +20,20 @@ if TYPE_CHECKING:
 __all__ = ["ToolContext", "register_tools"]
 
 
-def register_tools(tools: Tools[Any], ctx: ToolContext) -> Guard:
-    """Register every added tool on ``tools``, then install the guard layer last so it wraps them all."""
+def register_tools(
+    tools: Tools[Any], ctx: ToolContext, *, before_guard: Sequence[Callable[[Tools[Any]], None]] = ()
+) -> Guard:
+    """Register every added tool on ``tools``, then install the guard layer last so it wraps them all.
+
+    ``before_guard`` registers what the caller owns (the answer store's actions and its gated ``done``) before
+    the guard, so the guard wraps those too.
+    """
     register_clipboard(tools, ctx.clipboard)
     register_http_fetch(tools, ctx)
     register_find_links(tools, ctx)
     register_read_pages(tools, ctx)
     register_tab_fanout(tools, ctx)
     register_run_code(tools, ctx)
+    for register in before_guard:
+        register(tools)
     return install_guard(tools, ctx.files_dir)

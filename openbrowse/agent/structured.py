@@ -1,0 +1,153 @@
+"""One run's structured-output machinery, as the runner sees it (spec §13): store or prose mode, evidence, gate.
+
+The runner builds one :class:`StructuredOutput` per run and calls it at a few points: when building the tools,
+after each step (evidence and coverage), when a turn reaches ``done`` (the output), and when a turn ends early
+(salvage). Without an ``outputSchema`` every method is a cheap no-op.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from openbrowse.agent.answer_store import AnswerStore
+from openbrowse.agent.completeness import Gate, deficiencies
+from openbrowse.agent.evidence import EvidenceCorpus
+from openbrowse.agent.outcome import parse_structured, schema_errors
+from openbrowse.agent.prompts import output_format_block
+from openbrowse.agent.schema_model import SchemaUnsupported, convert
+from openbrowse.agent.steps import category_of
+from openbrowse.agent.tools.answer import GateReport, install_done_gate, register_answer_tools
+from openbrowse.domain.runs import NOTHING_KEPT, Salvage
+
+if TYPE_CHECKING:
+    from browser_use import Tools
+
+logger = logging.getLogger(__name__)
+
+AGENT_DATA = Path("agent") / "browseruse_agent_data"
+EVIDENCE_CATEGORIES = frozenset({"read", "code", "network"})
+EVIDENCE_ACTIONS = frozenset({"read_file"})
+STORE_PROMPT = (
+    "This task has an output schema, and an answer store of that shape already exists (empty). Your purpose is "
+    "to fill the output, not to memorise: write what the pages show with add_item / add_items_from_file / "
+    "update_item(s) / set_field as you go. Golden path for lists: find_links → read_pages → add_items_from_file "
+    "→ one update_items → mark_absent (only for fields the source really does not publish, with a reason) → "
+    "done. Never guess enum values: they are accepted only when a page you read states them. Every write answers "
+    "with a coverage summary: the coverage summary is your verification. done's text is a short note; the store "
+    "is the answer."
+)
+KEPT_VALID = "The output store was schema-valid, so it stands as the answer."
+
+
+class StructuredOutput:
+    def __init__(self, schema: dict[str, Any] | None, files_dir: Path) -> None:
+        self.schema = schema
+        self.files_dir = files_dir
+        self.evidence = EvidenceCorpus(files_dir)
+        self.store: AnswerStore | None = None
+        self.gate: Gate | None = None
+        self.prose = False
+        if schema is None:
+            return
+        try:
+            model = convert(schema)
+        except SchemaUnsupported as reason:
+            logger.info("Output schema runs in prose mode: %s", reason)
+            self.prose = True
+            return
+        self.store = AnswerStore(model, self.evidence, files_dir, self.resolve_file)
+        self.gate = Gate(self.store)
+
+    def resolve_file(self, name: str) -> Path:
+        """A file the agent saved: its own file system first, then the session file area."""
+        base = Path(name).name
+        for folder in (self.files_dir / AGENT_DATA, self.files_dir):
+            if (folder / base).is_file():
+                return folder / base
+        return self.files_dir / AGENT_DATA / base
+
+    # -- building ------------------------------------------------------------------------------------------
+    def task_suffix(self) -> str:
+        if self.schema is not None and self.store is None:
+            return output_format_block(json.dumps(self.schema, indent=1))
+        return ""
+
+    def prompt_block(self) -> str | None:
+        return STORE_PROMPT if self.store is not None else None
+
+    def register(self, tools: Tools[Any], report: GateReport) -> None:
+        if self.store is None or self.gate is None:
+            return
+        register_answer_tools(tools, self.store)
+        install_done_gate(tools, self.gate, report)
+
+    def new_turn(self) -> None:
+        if self.gate is not None:
+            self.gate.new_turn()
+
+    # -- each step -----------------------------------------------------------------------------------------
+    @property
+    def version(self) -> int:
+        return self.store.version if self.store is not None else 0
+
+    def observe(self, actions: list[str], contents: list[str | None], url: str | None) -> None:
+        """Feed the evidence corpus with what the step's reads returned (see ``agent/evidence.py``)."""
+        self.evidence.mark_visited(url)
+        for name, content in zip(actions, contents, strict=False):
+            if content and (category_of(name) in EVIDENCE_CATEGORIES or name in EVIDENCE_ACTIONS):
+                self.evidence.ingest(content, url)
+
+    def coverage(self) -> str | None:
+        return self.store.coverage() if self.store is not None else None
+
+    def answer_snapshot(self, done_text: str) -> str:
+        if self.store is not None:
+            return json.dumps(self.store.content(), sort_keys=True, ensure_ascii=False)
+        return done_text
+
+    # -- endings -------------------------------------------------------------------------------------------
+    def structured_result(self, done_text: str) -> tuple[Any, bool] | None:
+        """The output of a successful ``done`` and whether it is schema-valid (None without a schema)."""
+        if self.schema is None:
+            return None
+        if self.store is not None:
+            output, problems = self.store.final_output()
+            return output, not problems
+        return parse_structured(done_text, self.schema)
+
+    def store_complete(self) -> tuple[Any, bool] | None:
+        """§13.7: a non-empty, schema-valid store when the run ended without done: (output, gatePassed)."""
+        if self.store is None or self.store.is_empty():
+            return None
+        output, problems = self.store.final_output()
+        if problems:
+            return None
+        return output, not deficiencies(self.store)
+
+    def salvage(self) -> Salvage:
+        """§13.8: the store when non-empty, else the agent's ``result.json``; no LLM call."""
+        if self.store is not None and not self.store.is_empty():
+            output, problems = self.store.final_output()
+            if not problems:
+                return Salvage(output=output, is_task_successful=True, kept=KEPT_VALID)
+            count = len(self.store.items)
+            kept = f"A partial output of {count} items is kept." if self.store.answer_key else ""
+            return Salvage(output=output, is_task_successful=False, kept=kept or "A partial output is kept.")
+        return self._result_file_salvage()
+
+    def _result_file_salvage(self) -> Salvage:
+        result_file = self.files_dir / AGENT_DATA / "result.json"
+        if not result_file.is_file():
+            return NOTHING_KEPT
+        try:
+            output = json.loads(result_file.read_text("utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return NOTHING_KEPT
+        schema = self.schema
+        valid = schema is not None and output not in (None, "", [], {}) and not schema_errors(output, schema)
+        return Salvage(
+            output=output, is_task_successful=bool(valid), kept=KEPT_VALID if valid else ("A partial output is kept.")
+        )

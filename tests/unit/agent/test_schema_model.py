@@ -1,0 +1,113 @@
+"""Schema → validation model (spec §13.1): the subset that converts, what it accepts, and prose mode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from openbrowse.agent.schema_model import SchemaUnsupported, coerce, convert, errors, guard_of, strip_to_schema
+
+JOBS: dict[str, Any] = {
+    "type": "object",
+    "$defs": {
+        "Job": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "title": {"type": "string", "description": "Job title"},
+                "jobUrl": {"type": "string"},
+                "kind": {"type": "string", "enum": ["Full-time", "Part-time"]},
+                "salary": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "remote": {"type": ["boolean", "null"]},
+            },
+            "required": ["title", "jobUrl", "salary"],
+        }
+    },
+    "properties": {
+        "company": {"type": "string"},
+        "jobs": {"type": "array", "items": {"$ref": "#/$defs/Job"}},
+    },
+    "required": ["company", "jobs"],
+}
+
+
+def test_ref_nested_arrays_enums_and_nullables_convert() -> None:
+    model = convert(JOBS)
+    job = model.fields["jobs"].node.items
+    assert job is not None and job.kind == "object" and not job.additional
+    assert job.fields["title"].node.description == "Job title" and job.fields["title"].required
+    assert job.fields["kind"].node.enum == ("Full-time", "Part-time")
+    assert job.fields["salary"].node.nullable and job.fields["salary"].node.kind == "integer"
+    assert job.fields["remote"].node.nullable and not job.fields["remote"].required
+    assert job.fields["tags"].node.items is not None and job.fields["tags"].node.items.kind == "string"
+    assert job.fields["jobUrl"].node.guard == "url"
+
+
+def test_valid_instance_passes_and_extra_keys_are_forbidden() -> None:
+    model = convert(JOBS)
+    good = {"company": "Acme", "jobs": [{"title": "Dev", "jobUrl": "https://a.example/1", "salary": None}]}
+    assert errors(model, good) == []
+    extra = {"company": "Acme", "jobs": [{"title": "Dev", "jobUrl": "https://a.example/1", "salary": 1, "x": 1}]}
+    assert errors(model, extra) == ["jobs[0] has unknown key 'x'"]
+
+
+def test_required_nullable_must_be_present_but_may_be_null() -> None:
+    model = convert(JOBS)
+    missing = {"company": "Acme", "jobs": [{"title": "Dev", "jobUrl": "https://a.example/1"}]}
+    assert errors(model, missing) == ["jobs[0].salary is required"]
+    assert errors(model, missing, partial=True) == []
+
+
+def test_enum_and_type_errors_name_the_path() -> None:
+    model = convert(JOBS)
+    value = {"company": "Acme", "jobs": [{"title": 3, "jobUrl": "/rel", "salary": "x", "kind": "Gig"}]}
+    assert errors(model, value) == [
+        "jobs[0].title must be a string",
+        "jobs[0].jobUrl must be an absolute http(s) URL",
+        "jobs[0].kind must be one of Full-time, Part-time",
+        "jobs[0].salary must be an integer",
+    ]
+
+
+def test_coercions_before_validation() -> None:
+    job = convert(JOBS).fields["jobs"].node.items
+    assert job is not None
+    coerced = coerce(job, {"title": "  Dev ", "kind": "full-TIME", "tags": '["a", "b"]'})
+    assert coerced == {"title": "Dev", "kind": "Full-time", "tags": ["a", "b"]}
+    flag = convert({"type": "object", "properties": {"flag": {"type": "string"}}}).fields["flag"].node
+    assert coerce(flag, True) == "true"
+
+
+def test_string_guards_from_names_and_formats() -> None:
+    assert guard_of("applyLink", None) == "url" and guard_of("href", None) == "url"
+    assert guard_of("contactEmail", None) == "email" and guard_of("x", "email") == "email"
+    assert guard_of("recordUuid", None) == "uuid" and guard_of("jobId", None) == "id"
+    assert guard_of("homepageUrl", "date") is None  # an explicit other format opts out
+    model = convert({"type": "object", "properties": {"jobId": {"type": "string"}, "mail": {"format": "email"}}})
+    assert errors(model, {"jobId": "a b", "mail": "nope"}) == [
+        "jobId must be a single token without whitespace (at most 128 chars)",
+        "mail must be an email address",
+    ]
+
+
+def test_strip_to_schema_drops_extra_keys_and_unset_optionals() -> None:
+    model = convert({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}})
+    assert strip_to_schema(model, {"a": "x", "b": None, "scratch": 1}) == {"a": "x"}
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "array", "items": {"type": "string"}},
+        {"type": "object", "properties": {"v": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}},
+        {"type": "object", "properties": {"v": {"$ref": "#/$defs/Missing"}}},
+        {"type": "object", "properties": {"not-an-identifier": {"type": "string"}}},
+        {"type": "object", "properties": {"v": {"type": ["string", "integer"]}}},
+    ],
+    ids=["top-level-array", "union", "unresolved-ref", "property-name", "multi-type"],
+)
+def test_unconvertible_schemas_switch_to_prose_mode(schema: dict[str, Any]) -> None:
+    with pytest.raises(SchemaUnsupported):
+        convert(schema)
