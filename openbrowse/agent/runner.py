@@ -20,6 +20,7 @@ from browser_use import Agent, BrowserSession, Tools
 from browser_use.llm.base import BaseChatModel
 
 from openbrowse.agent.budget import TurnSpend, over_budget
+from openbrowse.agent.capsolver import CapSolverSettings
 from openbrowse.agent.chat import AgentCallLog, AgentChatModel
 from openbrowse.agent.netpolicy import NetworkRules
 from openbrowse.agent.outcome import (
@@ -37,6 +38,7 @@ from openbrowse.agent.timeouts import TIMEOUTS
 from openbrowse.agent.tools import ToolContext, register_tools
 from openbrowse.agent.tools.clipboard import Clipboard, capture_start_url
 from openbrowse.agent.tools.pacing import active_run
+from openbrowse.agent.tools.solve_captcha import CaptchaSolver
 from openbrowse.domain.failures import Failure, FailureKind
 from openbrowse.domain.feed import EventCategory, FeedEntry, FeedSink, MessageType
 from openbrowse.domain.ids import SessionId
@@ -68,6 +70,9 @@ class RunCallbacks(Protocol):
     async def ceiling(self) -> Decimal | None:
         """The current cost ceiling, read fresh so a raised cap binds at once."""
 
+    async def captcha_spent(self, usd: Decimal) -> None:
+        """A CAPTCHA solve cost ``usd``: add it to the session's CAPTCHA and total cost at once."""
+
 
 @dataclass(frozen=True, slots=True)
 class RunSpec:
@@ -76,8 +81,12 @@ class RunSpec:
     output_schema: dict[str, Any] | None = None
     sensitive_data: dict[str, str] | None = None
     system_prompt_extension: str | None = None
-    captcha_solver: bool = False
     network: NetworkRules = field(default_factory=NetworkRules)
+    captcha: CapSolverSettings | None = None
+
+    @property
+    def captcha_solver(self) -> bool:
+        return self.captcha is not None
 
 
 class BudgetExceeded(Exception):
@@ -124,6 +133,7 @@ class AgentRunner:
         self._spend = TurnSpend(carried=Decimal(0))
         self._turn_start = 0
         self._turn_errors: list[str | None] = []
+        self._captcha = CaptchaSolver(spec.captcha, callbacks.captcha_spent) if spec.captcha is not None else None
 
     @property
     def clipboard(self) -> Clipboard:
@@ -141,6 +151,8 @@ class AgentRunner:
         text = self._task_text(task, goal, preamble)
         self._spend = TurnSpend(carried=self._callbacks.total_cost())
         self._turn_errors = []
+        if self._captcha is not None:
+            self._captcha.new_turn()
         agent = self._agent
         if agent is None:
             agent = self._agent = self._build_agent(text)
@@ -177,6 +189,7 @@ class AgentRunner:
                 sink=self._sink,
                 network=self._spec.network,
                 captcha_solver=self._spec.captcha_solver,
+                captcha=self._captcha,
             ),
         )
         start_url = self._clipboard.get("startUrl")

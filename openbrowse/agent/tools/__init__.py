@@ -11,6 +11,7 @@ from openbrowse.agent.tools.find_links import register_find_links
 from openbrowse.agent.tools.http_fetch import register_http_fetch
 from openbrowse.agent.tools.read_pages import register_read_pages
 from openbrowse.agent.tools.run_code import register_run_code
+from openbrowse.agent.tools.solve_captcha import register_solve_captcha
 from openbrowse.agent.tools.tab_fanout import register_tab_fanout
 
 if TYPE_CHECKING:
@@ -27,4 +28,6 @@ def register_tools(tools: Tools[Any], ctx: ToolContext) -> Guard:
     register_read_pages(tools, ctx)
     register_tab_fanout(tools, ctx)
     register_run_code(tools, ctx)
+    if ctx.captcha is not None:
+        register_solve_captcha(tools, ctx, ctx.captcha)
     return install_guard(tools, ctx.files_dir)
