@@ -17,7 +17,7 @@ from tests.fakes.llm_script import agent_step, click_on, done, navigate
 from tests.fakes.llm_server import FakeProvider
 from tests.support.server import ServerProcess
 
-pytestmark = [pytest.mark.e2e, pytest.mark.display]
+pytestmark = [pytest.mark.e2e, pytest.mark.display, pytest.mark.timeout(300)]
 
 
 @pytest.fixture(scope="module")
