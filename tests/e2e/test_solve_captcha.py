@@ -111,10 +111,11 @@ def test_without_a_key_the_action_is_not_offered_and_the_prompt_says_so(
 def test_missing_site_key_and_spent_allowance_are_refused_before_any_spend(
     start_server: StartServer, fake: FakeProvider, capsolver: FakeCapSolver, captcha_page: CaptchaPage
 ) -> None:
+    """The per-run ceiling binds within a turn; a keep-alive follow-up starts a fresh allowance (spec §8.1)."""
     server = start_server(**fake.env(), **capsolver.env(), CAPTCHA_MAX_COST_USD="0.001")
     before = len(capsolver.created)
     marker = token("CAPREFUSE")
-    capsolver.script(Outcome(token="over-the-cap", cost="0.0012"))
+    capsolver.script(Outcome(token="over-the-cap", cost="0.0012"), Outcome(token="next-turn", cost="0.0012"))
     fake.script(
         marker,
         [
@@ -124,20 +125,29 @@ def test_missing_site_key_and_spent_allowance_are_refused_before_any_spend(
             agent_step([{"solve_captcha": {}}]),
             agent_step([{"solve_captcha": {}}]),
             done("blocked by a CAPTCHA", success=False),
+            agent_step([{"solve_captcha": {}}]),
+            done("solved in the follow-up"),
         ],
         when=agent_steps,
     )
-    session = create(server, task=f"{marker} Read the guarded price list.")
+    session = create(server, task=f"{marker} Read the guarded price list.", keepAlive=True)
     sid = session["id"]
-    finished = wait_until_status(server, sid, {"stopped", "error"})
-    assert finished["status"] == "stopped"
+    parked = wait_until_status(server, sid, {"idle", "stopped", "error"})
+    assert parked["status"] == "idle"
 
     requests = step_requests(fake, marker)
     assert "reCAPTCHA v2 detected but the site key (pass hint_site_key) was not found" in requests[2].text
     assert "Solved the reCAPTCHA v2" in requests[4].text
     assert "reached the $0.001 ceiling (CAPTCHA_MAX_COST_USD)" in requests[5].text
-    assert [task["websiteURL"] for task in capsolver.created[before:]] == [f"{captcha_page.url}/guarded"]
-
-    assert finished["captchaCostUsd"] == "0.0012"
+    guarded = f"{captcha_page.url}/guarded"
+    assert [task["websiteURL"] for task in capsolver.created[before:]] == [guarded]
+    assert parked["captchaCostUsd"] == "0.0012"
     outcomes = [e["outcome"] for e in captcha_events(server, sid)]
     assert outcomes == ["refused", "started", "solved", "refused"]
+
+    create(server, sessionId=sid, task="Try the CAPTCHA once more.")
+    second = wait_until_status(server, sid, {"idle", "stopped", "error"})
+    assert second["status"] == "idle" and second["output"] == "solved in the follow-up"
+    assert [task["websiteURL"] for task in capsolver.created[before:]] == [guarded, guarded]
+    assert second["captchaCostUsd"] == "0.0024"
+    assert Decimal(second["totalCostUsd"]) == Decimal(second["llmCostUsd"]) + Decimal("0.0024")
