@@ -88,6 +88,7 @@ class Settings(BaseSettings):
 
     CAPSOLVER_API_KEY: str | None = None
     CAPTCHA_MAX_COST_USD: float = Field(default=0.03, ge=0)
+    CAPSOLVER_BASE_URL: str = "https://api.capsolver.com"
 
     MAX_CONCURRENT_SESSIONS: int = Field(default=1, ge=1)
     KEEP_ALIVE_IDLE_TIMEOUT: int = Field(default=600, ge=0)

@@ -23,7 +23,11 @@ NO_SOLVER = (
     "block honestly in done with success=false and say what you could not reach."
 )
 NO_SOLVER_SHORT = "CAPTCHAs are not solved for you: report a blocking CAPTCHA honestly."
-SOLVER = "Call solve_captcha when a CAPTCHA blocks the page; it detects the type itself and reports the outcome."
+SOLVER = (
+    "Call solve_captcha when a CAPTCHA blocks the page; it detects the type itself and reports the outcome, then "
+    "submit or continue as a user would. If it refuses (spend ceiling, repeated failures, a type it never "
+    "attempts) or fails, report the block honestly in done with success=false instead of solving it by hand."
+)
 SOLVER_SHORT = "CAPTCHAs can be solved with the solve_captcha action."
 
 CARDS = """<cards>

@@ -20,6 +20,7 @@ from browser_use import Agent, BrowserSession, Tools
 from browser_use.llm.base import BaseChatModel
 
 from openbrowse.agent.budget import TurnSpend, over_budget
+from openbrowse.agent.capsolver import CapSolverSettings
 from openbrowse.agent.chat import AgentCallLog, AgentChatModel
 from openbrowse.agent.lean_state import LeanState
 from openbrowse.agent.netpolicy import NetworkRules
@@ -39,6 +40,7 @@ from openbrowse.agent.timeouts import TIMEOUTS
 from openbrowse.agent.tools import ToolContext, register_tools
 from openbrowse.agent.tools.clipboard import Clipboard, capture_start_url
 from openbrowse.agent.tools.pacing import active_run
+from openbrowse.agent.tools.solve_captcha import CaptchaSolver
 from openbrowse.domain.activity import NO_ACTIVITY, ActivityKind, ActivityReporter
 from openbrowse.domain.failures import Failure, FailureKind
 from openbrowse.domain.feed import EventCategory, FeedEntry, FeedSink, MessageType
@@ -73,6 +75,9 @@ class RunCallbacks(Protocol):
     async def ceiling(self) -> Decimal | None:
         """The current cost ceiling, read fresh so a raised cap binds at once."""
 
+    async def captcha_spent(self, usd: Decimal) -> None:
+        """A CAPTCHA solve cost ``usd``: add it to the session's CAPTCHA and total cost at once."""
+
 
 @dataclass(frozen=True, slots=True)
 class RunSpec:
@@ -81,8 +86,12 @@ class RunSpec:
     output_schema: dict[str, Any] | None = None
     sensitive_data: dict[str, str] | None = None
     system_prompt_extension: str | None = None
-    captcha_solver: bool = False
     network: NetworkRules = field(default_factory=NetworkRules)
+    captcha: CapSolverSettings | None = None
+
+    @property
+    def captcha_solver(self) -> bool:
+        return self.captcha is not None
 
 
 class BudgetExceeded(Exception):
@@ -140,6 +149,7 @@ class AgentRunner:
         self._step_summaries: list[str] = []
         self._review_baseline: str | None = None
         self._step_version_at_start = 0
+        self._captcha = CaptchaSolver(spec.captcha, callbacks.captcha_spent) if spec.captcha is not None else None
 
     @property
     def clipboard(self) -> Clipboard:
@@ -173,6 +183,8 @@ class AgentRunner:
         self._structured.new_turn()
         if self._reviewer is not None:
             self._reviewer.last_verdict = None
+        if self._captcha is not None:
+            self._captcha.new_turn()
         agent = self._agent
         if agent is None:
             agent = self._agent = self._build_agent(text)
@@ -215,6 +227,7 @@ class AgentRunner:
                 sink=self._sink,
                 network=self._spec.network,
                 captcha_solver=self._spec.captcha_solver,
+                captcha=self._captcha,
             ),
             before_guard=[lambda registry: self._structured.register(registry, self._gate_event)],
         )

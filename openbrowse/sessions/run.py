@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from browser_use import BrowserSession
 
+from openbrowse.agent.capsolver import CapSolverSettings
 from openbrowse.agent.nav_guard import NavigationGuard
 from openbrowse.agent.netpolicy import NetworkRules
 from openbrowse.agent.preflight import follow_up_prompt, goal_sentence
@@ -122,6 +123,20 @@ class AgentEngine:
             llm_cost_usd=totals.total_usd,
         )
 
+    async def captcha_spent(self, usd: Decimal) -> None:
+        self._captcha_usd += usd
+        await self._sessions.update(self._record.id, captcha_cost_usd=self._captcha_usd)
+
+    def _captcha_settings(self) -> CapSolverSettings | None:
+        key = self._settings.CAPSOLVER_API_KEY
+        if not key:
+            return None
+        return CapSolverSettings(
+            api_key=key,
+            base_url=self._settings.CAPSOLVER_BASE_URL,
+            max_cost_usd=Decimal(str(self._settings.CAPTCHA_MAX_COST_USD)),
+        )
+
     async def _save_costs(self) -> None:
         totals = self._ledger.totals()
         await self._sessions.update(
@@ -161,7 +176,7 @@ class AgentEngine:
                     output_schema=self._record.output_schema,
                     sensitive_data=self._record.sensitive_data,
                     system_prompt_extension=self._record.system_prompt_extension,
-                    captcha_solver=bool(self._settings.CAPSOLVER_API_KEY),
+                    captcha=self._captcha_settings(),
                     network=self._network,
                 ),
                 self._browser,

@@ -12,6 +12,7 @@ from openbrowse.agent.tools.find_links import register_find_links
 from openbrowse.agent.tools.http_fetch import register_http_fetch
 from openbrowse.agent.tools.read_pages import register_read_pages
 from openbrowse.agent.tools.run_code import register_run_code
+from openbrowse.agent.tools.solve_captcha import register_solve_captcha
 from openbrowse.agent.tools.tab_fanout import register_tab_fanout
 
 if TYPE_CHECKING:
@@ -34,6 +35,8 @@ def register_tools(
     register_read_pages(tools, ctx)
     register_tab_fanout(tools, ctx)
     register_run_code(tools, ctx)
+    if ctx.captcha is not None:
+        register_solve_captcha(tools, ctx, ctx.captcha)
     for register in before_guard:
         register(tools)
     return install_guard(tools, ctx.files_dir)

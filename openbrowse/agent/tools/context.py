@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openbrowse.agent.netpolicy import NetworkRules
 from openbrowse.agent.tools.clipboard import Clipboard
@@ -13,6 +13,9 @@ from openbrowse.agent.tools.pacing import active_runs
 from openbrowse.agent.tools.reading_state import ReadingState
 from openbrowse.domain.feed import EventCategory, FeedEntry, FeedSink
 from openbrowse.domain.ids import SessionId
+
+if TYPE_CHECKING:
+    from openbrowse.agent.tools.solve_captcha import CaptchaSolver
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,6 +26,8 @@ class ToolContext:
     sink: FeedSink
     network: NetworkRules = field(default_factory=NetworkRules)
     captcha_solver: bool = False
+    captcha: CaptchaSolver | None = None
+    """The CapSolver-backed solver; set only when ``CAPSOLVER_API_KEY`` is (spec §11.6)."""
     reading: ReadingState = field(default_factory=ReadingState)
     active_sessions: Callable[[], int] = active_runs
     """How many sessions run on this host now (read_pages paces its tabs only under real contention)."""
