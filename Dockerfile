@@ -18,8 +18,7 @@ WORKDIR /app
 
 # Dependencies first (cached layer), then the source.
 COPY pyproject.toml requirements.lock README.md ./
-COPY openbrowse/__init__.py openbrowse/__init__.py
-RUN pip install --no-cache-dir -c requirements.lock . && pip uninstall -y openbrowse
+RUN pip install --no-cache-dir --require-hashes -r requirements.lock
 COPY openbrowse openbrowse
 RUN pip install --no-cache-dir --no-deps . && mkdir -p /app/data && chown -R openbrowse /app/data
 

@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 APT_PACKAGES := chromium xvfb x11vnc websockify novnc fonts-dejavu-core fonts-liberation
 PYTEST_ARGS ?=
 
-.PHONY: run test check lint types e2e deps system-deps venv clean bench
+.PHONY: run test check lint types e2e deps system-deps venv clean bench lock
 
 run: deps
 	$(BIN)/python -m openbrowse serve
@@ -48,11 +48,20 @@ system-deps:
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml requirements.lock
+$(STAMP): pyproject.toml requirements-dev.lock
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -c requirements.lock -e '.[dev]'
+	$(BIN)/python -m pip install -q --require-hashes -r requirements-dev.lock
+	$(BIN)/python -m pip install -q --no-deps -e .
 	@touch $(STAMP)
+
+# Regenerate the hashed locks after changing dependencies in pyproject.toml (existing pins are kept where they can
+# be): requirements.lock for the server alone (the Docker image), requirements-dev.lock with the dev tools too.
+UV_COMPILE = $(BIN)/uv pip compile pyproject.toml --generate-hashes --python-version 3.11.7 \
+	--python-platform x86_64-unknown-linux-gnu
+lock: venv
+	$(UV_COMPILE) -o requirements.lock
+	$(UV_COMPILE) --extra dev -c requirements.lock -o requirements-dev.lock
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

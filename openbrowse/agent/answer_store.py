@@ -71,6 +71,21 @@ class AnswerStore:
     def coverage(self) -> str:
         return coverage_line(self.model, self.answer_key, self._content, self.absent)
 
+    def adopt(self, answer: Any) -> bool:
+        """Take a whole answer the agent wrote into ``done``'s text while the store was still empty.
+
+        Real models often answer in the text instead of writing to the store; a schema-valid answer there is
+        loaded (stripped to schema fields) rather than thrown away, and the gate then judges it like any other.
+        """
+        if not self.is_empty() or not isinstance(answer, dict):
+            return False
+        output = strip_to_schema(self.model, answer)
+        if errors(self.model, output) or all(is_empty(v) for v in output.values()):
+            return False
+        self._content.update(output)
+        self._written("Loaded the answer given in done.")
+        return True
+
     def final_output(self) -> tuple[dict[str, Any], list[str]]:
         """The publishable output (stripped to schema fields) and its validation errors."""
         output = strip_to_schema(self.model, self.content())

@@ -15,7 +15,7 @@ import httpx
 import psutil
 
 from openbrowse.slots.slot import scratch_dir
-from tests.support.slot_range import free_slot_base
+from tests.support.slot_range import claim_slot_base, free_slot_base, release_slot_base
 
 REPO = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT = 60.0
@@ -76,6 +76,7 @@ class ServerProcess:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def start(self) -> ServerProcess:
+        claim_slot_base(self.slot_base)
         self.home.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "API_KEY"))}
         self.temp_dir.mkdir(exist_ok=True)
@@ -133,6 +134,8 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(10)
+        if not self.leftovers():
+            release_slot_base(self.slot_base)
         return self.process.returncode
 
     def kill_hard(self) -> None:

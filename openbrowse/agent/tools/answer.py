@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 
 from openbrowse.agent.answer_store import AnswerStore, StoreError
 from openbrowse.agent.completeness import Gate, bounce_message, gate_text, review_block
+from openbrowse.agent.outcome import first_json_value
 
 if TYPE_CHECKING:
     from browser_use import Tools
@@ -151,6 +152,7 @@ def install_done_gate(tools: Tools[Any], gate: Gate, report: GateReport) -> None
         result: ActionResult = await original(params=params, **context)
         if not result.is_done or not result.success:
             return result
+        gate.store.adopt(first_json_value(result.extracted_content or ""))
         found = gate.check()
         if found:
             await report(gate_text(found), False)

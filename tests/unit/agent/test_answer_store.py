@@ -217,3 +217,18 @@ def test_final_output_strips_extra_keys(tmp_path: Path) -> None:
     store.add_item({"title": "A", "jobUrl": url(1), "notes": "scratch"})
     output, problems = store.final_output()
     assert problems == [] and output == {"company": "Acme", "jobs": [{"title": "A", "jobUrl": url(1), "salary": None}]}
+
+
+def test_an_answer_given_in_done_is_adopted_only_into_an_empty_store(tmp_path: Path) -> None:
+    store = make_store(tmp_path)
+    answer = {"company": "Acme", "jobs": [{"title": "Dev", "jobUrl": url(1), "extra": "dropped"}]}
+    assert not store.adopt({"company": "Acme", "jobs": [{"title": "no url"}]})  # invalid: nothing changes
+    assert store.is_empty()
+    assert store.adopt(answer)
+    assert json.loads((tmp_path / "output.json").read_text())["jobs"][0]["title"] == "Dev"
+    output, problems = store.final_output()
+    assert not problems
+    assert output["jobs"][0]["jobUrl"] == url(1)
+    assert "extra" not in output["jobs"][0]
+    assert not store.adopt({"company": "Other", "jobs": []})  # a store with content is never overwritten
+    assert store.content()["company"] == "Acme"
