@@ -21,6 +21,7 @@ from openbrowse.domain.sessions import SessionRecord
 from openbrowse.errors import ConfigError, InvalidRequest
 from openbrowse.llm.catalog import EFFORTS, MODELS, resolve_model
 from openbrowse.llm.keys import missing_provider_key
+from openbrowse.loop_lag import LoopLagMonitor
 from openbrowse.sessions.activity import ActivityBoard
 from openbrowse.sessions.browsers import BrowserService
 from openbrowse.sessions.live import LiveTargets
@@ -67,6 +68,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
+            app.state.loop_lag = await stack.enter_async_context(LoopLagMonitor())
             db = await stack.enter_async_context(Database(settings.db_path))
             session_repo = SessionRepo(db)
             feed_repo = FeedRepo(db)

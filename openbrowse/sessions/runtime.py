@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import importlib
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
@@ -95,7 +96,7 @@ class EngineLoader:
         self._loading: asyncio.Task[Any] | None = None
 
     async def __aenter__(self) -> EngineLoader:
-        self._loading = asyncio.create_task(asyncio.to_thread(importlib.import_module, ENGINE_MODULE))
+        self._loading = asyncio.create_task(_import_engine(), name="engine-import")
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -110,6 +111,15 @@ class EngineLoader:
             self._settings, record, self._sessions, self._feed, activity=self._activity.reporter(record.id)
         )
         return engine
+
+
+async def _import_engine() -> Any:
+    module = await asyncio.to_thread(importlib.import_module, ENGINE_MODULE)
+    # browser-use runs a full gc.collect() on the event loop when an agent closes; with the hundreds of
+    # thousands of objects its import leaves, that stalled every request for hundreds of ms. Frozen objects
+    # are never scanned again.
+    gc.freeze()
+    return module
 
 
 class WorkerRuntime:
