@@ -66,8 +66,10 @@ def run_session(
     session_id = response.json()["id"]
     running: float | None = None
     deadline = started + timeout
+    row: dict[str, Any] = {}
     while time.monotonic() < deadline:
-        status = client.get(f"{server.v3}/sessions/{session_id}").json()["status"]
+        row = client.get(f"{server.v3}/sessions/{session_id}").json()
+        status = row["status"]
         if running is None and status in {"running", *TERMINAL}:
             running = time.monotonic() - started
         if status in TERMINAL:
@@ -76,6 +78,8 @@ def run_session(
     else:
         raise TimeoutError(f"session {session_id} did not end:\n{server.log()[-3000:]}")
     ended = time.monotonic() - started
+    if not row.get("isTaskSuccessful"):
+        raise RuntimeError(f"session {session_id} failed: {row.get('lastStepSummary')}\n{server.log()[-3000:]}")
     steps = fake.wait_for_requests(1, match=lambda r: marker in r.text and r.is_agent_step, timeout=5)
     assert running is not None
     return SessionTimes(running=running, first_agent_request=steps[0].timestamp - wall_started, ended=ended)

@@ -184,3 +184,4 @@ class HealthDetailsView(WireModel):
     memory: float
     is_available: bool
     loop_lag_ms: LoopLagView | None = None
+    live_objects: dict[str, int] | None = None

@@ -6,6 +6,7 @@ import psutil
 from fastapi import APIRouter, Request, Response
 
 from openbrowse import __version__
+from openbrowse.agent.census import live_counts
 from openbrowse.api.deps import ApiKey, ManagerDep, SettingsDep
 from openbrowse.api.schemas import HealthDetailsView, HealthView, LoopLagView
 from openbrowse.loop_lag import LoopLagMonitor
@@ -48,6 +49,7 @@ async def health_details(request: Request, manager: ManagerDep, settings: Settin
         and cpu < _CPU_BUSY_PERCENT
         and memory < _MEMORY_BUSY_PERCENT,
         loop_lag_ms=_loop_lag(request),
+        live_objects=live_counts(),
     )
 
 
