@@ -87,6 +87,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 make_engine=engines.make,
                 never_started_problem=lambda record: never_started_problem(settings, record),
                 live_url=lambda session_id: live_url_for(settings, session_id),
+                engine_ready=engines.ready,
             )
             manager = SessionManager(settings, session_repo, feed_repo, ProfileRepo(db), runtime)
             app.state.manager = await stack.enter_async_context(manager)

@@ -31,6 +31,8 @@ ENGINE_MODULE = "openbrowse.sessions.run"
 class SlotLease(Protocol):
     """A display slot held by one run (implemented by :class:`openbrowse.slots.pool.SlotLease`)."""
 
+    async def start_browser(self) -> object: ...
+
     def park(self, release_callback: Callable[[], Awaitable[None]]) -> None: ...
 
     def unpark(self) -> bool: ...
@@ -104,6 +106,10 @@ class EngineLoader:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._loading)
 
+    def ready(self) -> bool:
+        """True once browser-use is imported: making an engine no longer waits."""
+        return self._loading is not None and self._loading.done()
+
     async def make(self, record: SessionRecord) -> Engine:
         assert self._loading is not None, "EngineLoader was not entered"
         module = await asyncio.shield(self._loading)
@@ -134,6 +140,7 @@ class WorkerRuntime:
         make_engine: EngineFactory,
         never_started_problem: NeverStartedCheck,
         live_url: LiveUrl,
+        engine_ready: Callable[[], bool] = lambda: True,
     ) -> None:
         self.settings = settings
         self.sessions = sessions
@@ -142,6 +149,7 @@ class WorkerRuntime:
         self.make_engine = make_engine
         self.never_started_problem = never_started_problem
         self.live_url = live_url
+        self.engine_ready = engine_ready
         self._manager: SessionManager | None = None
 
     def bind(self, manager: SessionManager) -> None:
