@@ -86,11 +86,11 @@ class Database:
                 raise
             await asyncio.shield(self.conn.execute("COMMIT"))
 
+    # One hop to the connection's thread per read (execute + fetch + close would be three): reads are the
+    # API's hot path (``GET /v3/sessions/{id}``).
     async def fetch_all(self, sql: str, params: tuple[object, ...] = ()) -> list[aiosqlite.Row]:
-        async with self.conn.execute(sql, params) as cursor:
-            return list(await cursor.fetchall())
+        return list(await self.conn.execute_fetchall(sql, params))
 
     async def fetch_one(self, sql: str, params: tuple[object, ...] = ()) -> aiosqlite.Row | None:
-        async with self.conn.execute(sql, params) as cursor:
-            row: aiosqlite.Row | None = await cursor.fetchone()
-            return row
+        rows = list(await self.conn.execute_fetchall(sql, params))
+        return rows[0] if rows else None
