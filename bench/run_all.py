@@ -32,6 +32,7 @@ BENCHMARKS = {
     "session_start": "Session start, cold and warm; server RSS after many sessions (against the original)",
     "api_load": "API under load and event-loop lag (against the original)",
 }
+TITLES = {"warm_spare": "Warm spare; slot PSS with and without a viewer (placeholder)"}
 PLACEHOLDERS = {
     "warm_spare": (
         "POST → running with a warm spare slot, and slot PSS with and without a viewer: not measured yet; they "
@@ -67,7 +68,7 @@ def run(name: str, iterations: int) -> str:
 
 def replace_block(text: str, name: str, body: str) -> str:
     start, end = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
-    block = f"{start}\n### {BENCHMARKS.get(name, name)}\n\n{body}\n{end}"
+    block = f"{start}\n### {BENCHMARKS.get(name) or TITLES.get(name, name)}\n\n{body}\n{end}"
     pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.DOTALL)
     if pattern.search(text):
         return pattern.sub(lambda _: block, text)
