@@ -17,6 +17,7 @@ from openbrowse.config import Settings
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.runs import Salvage, TurnOutcome
 from openbrowse.domain.sessions import SessionRecord
+from openbrowse.llm.tls import share_httpx_default_context
 from openbrowse.sessions.activity import ActivityBoard
 from openbrowse.store.feed import FeedRepo
 from openbrowse.store.sessions import SessionRepo
@@ -120,6 +121,7 @@ class EngineLoader:
 
 
 async def _import_engine() -> Any:
+    share_httpx_default_context()
     module = await asyncio.to_thread(importlib.import_module, ENGINE_MODULE)
     # browser-use runs a full gc.collect() on the event loop when an agent closes; with the hundreds of
     # thousands of objects its import leaves, that stalled every request for hundreds of ms. Frozen objects
