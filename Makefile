@@ -24,11 +24,7 @@ check: deps
 	$(BIN)/lint-imports
 
 bench: deps
-	$(BIN)/python bench/slot_start.py
-	$(BIN)/python bench/step_overhead.py
-	$(BIN)/python bench/lean_state.py
-	$(BIN)/python bench/read_pages.py
-	$(BIN)/python bench/reviewer.py
+	$(BIN)/python bench/run_all.py
 
 deps: system-deps venv
 

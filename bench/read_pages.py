@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 import time
@@ -78,8 +79,19 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=48)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds the fake model takes per agent step")
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--iterations", type=int, default=1, help="repeat the comparison; the ratios are summarised")
     args = parser.parse_args()
-    pages: int = args.pages
+    ratios = [compare(args.pages, args.latency) for _ in range(max(1, args.iterations))]
+    if len(ratios) > 1:
+        ratios.sort()
+        print(
+            f"\nSpeed-up over {len(ratios)} runs: min {ratios[0]:.1f}x, median {statistics.median(ratios):.1f}x, "
+            f"max {ratios[-1]:.1f}x."
+        )
+
+
+def compare(pages: int, latency: float) -> float:
+    """One side-by-side run: print its table and return the speed-up of the reading phase."""
     with (
         tempfile.TemporaryDirectory(prefix="read-pages-bench-") as home,
         FakeProvider() as fake,
@@ -98,14 +110,14 @@ def main() -> None:
                     agent_step([{"read_pages": {}}]),
                     done("read"),
                 ],
-                args.latency,
+                latency,
             )
             read = json.loads((Path(home) / "data" / "sessions" / batched["id"] / "pages.json").read_text())
             batched["read"] = sum(1 for page in read if page["jsonld"])
             site.state.hits.clear()
             items = [f"{site.url}/catalog/item/{n}" for n in range(1, pages + 1)]
             walk = [navigate(catalog), *[navigate(url) for url in items], done("read")]
-            single = run_side(server, fake, site, walk, args.latency)
+            single = run_side(server, fake, site, walk, latency)
             single["read"] = len({path for _, path in site.state.hits if path.startswith("/catalog/item/")})
         finally:
             server.stop()
@@ -116,12 +128,10 @@ def main() -> None:
         f"| read_pages | {batched['phase']:.1f} | {batched['wall']:.1f} | {batched['steps']} | {batched['read']} |",
         f"| one by one | {single['phase']:.1f} | {single['wall']:.1f} | {single['steps']} | {single['read']} |",
         "",
-        f"Speed-up of the reading phase: **{ratio:.1f}x** ({pages} pages, model latency {args.latency:g} s/step).",
+        f"Speed-up of the reading phase: **{ratio:.1f}x** ({pages} pages, model latency {latency:g} s/step).",
     ]
-    output = "\n".join(lines)
-    if not args.markdown:
-        output = output.replace("**", "")
-    sys.stdout.write(output + "\n")
+    sys.stdout.write("\n".join(lines) + "\n")
+    return ratio
 
 
 if __name__ == "__main__":

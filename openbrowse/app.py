@@ -23,6 +23,7 @@ from openbrowse.domain.sessions import SessionRecord
 from openbrowse.errors import ConfigError, InvalidRequest
 from openbrowse.llm.catalog import EFFORTS, MODELS, resolve_model
 from openbrowse.llm.keys import missing_provider_key
+from openbrowse.loop_lag import LoopLagMonitor
 from openbrowse.profiles.service import ProfileService, prepare_directory
 from openbrowse.sessions.activity import ActivityBoard
 from openbrowse.sessions.browsers import BrowserService
@@ -71,6 +72,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
+            app.state.loop_lag = await stack.enter_async_context(LoopLagMonitor())
             db = await stack.enter_async_context(Database(settings.db_path))
             session_repo = SessionRepo(db)
             feed_repo = FeedRepo(db)
@@ -94,6 +96,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 make_engine=engines.make,
                 never_started_problem=lambda record: never_started_problem(settings, record),
                 live_url=lambda session_id: live_url_for(settings, session_id),
+                engine_ready=engines.ready,
             )
             manager = SessionManager(settings, session_repo, feed_repo, ProfileRepo(db), runtime)
             app.state.manager = await stack.enter_async_context(manager)

@@ -7,6 +7,7 @@ slips are coerced before validation (``reply_shapes``).
 
 from __future__ import annotations
 
+import copy
 from typing import Any, cast
 
 from pydantic import BaseModel, Field, create_model, model_validator
@@ -21,7 +22,9 @@ _DESCRIPTIONS = {
     "plan_to_goal": "One sentence: the remaining path from here to the goal.",
     "next_move": "One sentence: what this step's actions do and why.",
 }
-_cache: dict[type[BaseModel], type[BaseModel]] = {}
+_CARDS_ATTRIBUTE = "_openbrowse_with_cards"
+"""The card-carrying subclass is kept on its base class, so both are freed together when the agent goes."""
+_SCHEMA_ATTRIBUTE = "_openbrowse_card_schema"
 
 
 def _reorder(schema: dict[str, Any]) -> dict[str, Any]:
@@ -36,14 +39,20 @@ def _reorder(schema: dict[str, Any]) -> dict[str, Any]:
 
 def with_cards(output_format: type[BaseModel]) -> type[BaseModel]:
     """A subclass of browser-use's dynamic AgentOutput carrying the three cards (cached per base class)."""
-    cached = _cache.get(output_format)
+    cached: type[BaseModel] | None = output_format.__dict__.get(_CARDS_ATTRIBUTE)
     if cached is not None:
         return cached
 
     class _CardSchema(output_format):  # type: ignore[valid-type,misc]
         @classmethod
         def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
-            return _reorder(super().model_json_schema(*args, **kwargs))
+            # Built once per class and call shape: generating it costs ~10 ms of CPU on every model call.
+            key = repr((args, sorted(kwargs.items())))
+            schemas: dict[str, dict[str, Any]] = cls.__dict__.get(_SCHEMA_ATTRIBUTE) or {}
+            if key not in schemas:
+                schemas[key] = _reorder(super().model_json_schema(*args, **kwargs))
+                setattr(cls, _SCHEMA_ATTRIBUTE, schemas)
+            return copy.deepcopy(schemas[key])
 
         @model_validator(mode="before")
         @classmethod
@@ -57,9 +66,7 @@ def with_cards(output_format: type[BaseModel]) -> type[BaseModel]:
         "type[BaseModel]",
         create_model(output_format.__name__, __base__=_CardSchema, __module__=output_format.__module__, **fields),
     )
-    if len(_cache) > 256:
-        _cache.clear()
-    _cache[output_format] = model
+    setattr(output_format, _CARDS_ATTRIBUTE, model)
     return model
 
 

@@ -22,7 +22,6 @@ import types
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from functools import cache
 from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, RootModel
@@ -56,9 +55,23 @@ def _variants(annotation: Any) -> list[type[BaseModel]]:
     return []
 
 
-@cache
+_PARAMS_ATTRIBUTE = "_openbrowse_action_params"
+
+
 def action_params(output_format: type[BaseModel]) -> Mapping[str, type[BaseModel] | None]:
-    """``{action name: its parameter model}`` for an AgentOutput type (empty if it has no ``action`` list)."""
+    """``{action name: its parameter model}`` for an AgentOutput type (empty if it has no ``action`` list).
+
+    Kept on the class itself: browser-use builds a new AgentOutput type per agent, and a process-wide cache
+    keyed by it kept every finished session's tools, registry and models alive.
+    """
+    cached: Mapping[str, type[BaseModel] | None] | None = output_format.__dict__.get(_PARAMS_ATTRIBUTE)
+    if cached is None:
+        cached = _action_params(output_format)
+        setattr(output_format, _PARAMS_ATTRIBUTE, cached)
+    return cached
+
+
+def _action_params(output_format: type[BaseModel]) -> Mapping[str, type[BaseModel] | None]:
     field = output_format.model_fields.get("action")
     if field is None:
         return {}

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from browser_use import Agent, BrowserSession, Tools
 from browser_use.llm.base import BaseChatModel
 
+from openbrowse.agent import census
 from openbrowse.agent.budget import TurnSpend, over_budget
 from openbrowse.agent.capsolver import CapSolverSettings
 from openbrowse.agent.chat import AgentCallLog, AgentChatModel
@@ -239,8 +240,10 @@ class AgentRunner:
             solver=self._spec.captcha_solver,
             start_url=start_url,
         )
+        census.track("tools", tools)
+        census.track("browserSessions", self._browser)
         with temp_dir_inside(self._spec.files_dir):
-            return Agent(
+            agent: Agent[Any, Any] = Agent(
                 task=text,
                 llm=self._llm,
                 browser_session=self._browser,
@@ -257,6 +260,8 @@ class AgentRunner:
                 step_timeout=int(TIMEOUTS.step),
                 display_files_in_done_text=False,
             )
+        census.track("agents", agent)
+        return agent
 
     # -- hooks -------------------------------------------------------------------------------------------------
     async def _on_step_start(self, agent: Agent[Any, Any]) -> None:

@@ -173,6 +173,15 @@ class HealthView(WireModel):
     status: str = "ok"
 
 
+class LoopLagView(WireModel):
+    """How late the API's event loop ran a timer, in ms: last sample, worst since start, p99 of the last minute."""
+
+    current: float
+    max: float
+    p99: float
+    samples: int
+
+
 class HealthDetailsView(WireModel):
     status: str = "ok"
     version: str
@@ -186,3 +195,5 @@ class HealthDetailsView(WireModel):
     cpu: float
     memory: float
     is_available: bool
+    loop_lag_ms: LoopLagView | None = None
+    live_objects: dict[str, int] | None = None

@@ -26,6 +26,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+import anthropic
 from browser_use.llm.anthropic.chat import ChatAnthropic
 from browser_use.llm.exceptions import ModelProviderError
 from pydantic import BaseModel
@@ -34,6 +35,7 @@ from openbrowse.llm.anthropic_repair import repair_content
 from openbrowse.llm.metering import attach_usage, sum_usage
 from openbrowse.llm.params import ANTHROPIC_TRUNCATION_RETRY_MAX_TOKENS, ANTHROPIC_TRUNCATION_RETRY_TIMEOUT_S
 from openbrowse.llm.parsing import UnusableOutputError
+from openbrowse.llm.tls import shared_ssl_context
 
 if TYPE_CHECKING:
     from browser_use.llm.messages import BaseMessage
@@ -61,6 +63,12 @@ class AnthropicChatModel(ChatAnthropic):
     truncation_retry_timeout_s: float = ANTHROPIC_TRUNCATION_RETRY_TIMEOUT_S
 
     _verified_api_keys = True
+
+    def get_client(self) -> anthropic.AsyncAnthropic:
+        """A fresh client per call (closed after it) that reuses the process's TLS context."""
+        params = self._get_client_params()
+        params.setdefault("http_client", anthropic.DefaultAsyncHttpxClient(verify=shared_ssl_context()))
+        return anthropic.AsyncAnthropic(**params)
 
     async def _send(self, client: Any, params: dict[str, Any], betas: list[str] | None) -> Any:
         api = client.beta.messages if betas is not None else client.messages

@@ -17,6 +17,7 @@ from browser_use.llm.exceptions import ModelProviderError, ModelRateLimitError
 from browser_use.llm.views import ChatInvokeUsage
 
 from openbrowse.llm.parsing import UnusableOutputError
+from openbrowse.llm.tls import shared_ssl_context
 
 TRANSPORT_ERROR_STATUS = 502
 """browser-use's synthetic status for 'no HTTP status': connection errors and SDK timeouts."""
@@ -24,7 +25,13 @@ TRANSPORT_ERROR_STATUS = 502
 
 def make_client(*, api_key: str, base_url: str, timeout_s: float, max_retries: int) -> openai.AsyncOpenAI:
     """A fresh client; used as ``async with`` per call so its connection pool is always closed."""
-    return openai.AsyncOpenAI(api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=max_retries)
+    return openai.AsyncOpenAI(
+        api_key=api_key,
+        base_url=base_url,
+        timeout=timeout_s,
+        max_retries=max_retries,
+        http_client=openai.DefaultAsyncHttpxClient(verify=shared_ssl_context()),
+    )
 
 
 def map_sdk_error(exc: Exception, model: str) -> ModelProviderError:

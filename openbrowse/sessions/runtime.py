@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import importlib
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
@@ -16,6 +17,7 @@ from openbrowse.config import Settings
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.runs import Salvage, TurnOutcome
 from openbrowse.domain.sessions import SessionRecord
+from openbrowse.llm.tls import share_httpx_default_context
 from openbrowse.profiles.service import ProfileService
 from openbrowse.sessions.activity import ActivityBoard
 from openbrowse.store.feed import FeedRepo
@@ -30,6 +32,8 @@ ENGINE_MODULE = "openbrowse.sessions.run"
 
 class SlotLease(Protocol):
     """A display slot held by one run (implemented by :class:`openbrowse.slots.pool.SlotLease`)."""
+
+    async def start_browser(self) -> object: ...
 
     def park(self, release_callback: Callable[[], Awaitable[None]]) -> None: ...
 
@@ -113,13 +117,17 @@ class EngineLoader:
         self._loading: asyncio.Task[Any] | None = None
 
     async def __aenter__(self) -> EngineLoader:
-        self._loading = asyncio.create_task(asyncio.to_thread(importlib.import_module, ENGINE_MODULE))
+        self._loading = asyncio.create_task(_import_engine(), name="engine-import")
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         if self._loading is not None:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._loading)
+
+    def ready(self) -> bool:
+        """True once browser-use is imported: making an engine no longer waits."""
+        return self._loading is not None and self._loading.done()
 
     async def make(self, record: SessionRecord) -> Engine:
         assert self._loading is not None, "EngineLoader was not entered"
@@ -135,6 +143,16 @@ class EngineLoader:
         return engine
 
 
+async def _import_engine() -> Any:
+    share_httpx_default_context()
+    module = await asyncio.to_thread(importlib.import_module, ENGINE_MODULE)
+    # browser-use runs a full gc.collect() on the event loop when an agent closes; with the hundreds of
+    # thousands of objects its import leaves, that stalled every request for hundreds of ms. Frozen objects
+    # are never scanned again.
+    gc.freeze()
+    return module
+
+
 class WorkerRuntime:
     """Shared services for workers. Built by the app; the manager binds itself on construction."""
 
@@ -147,6 +165,7 @@ class WorkerRuntime:
         make_engine: EngineFactory,
         never_started_problem: NeverStartedCheck,
         live_url: LiveUrl,
+        engine_ready: Callable[[], bool] = lambda: True,
     ) -> None:
         self.settings = settings
         self.sessions = sessions
@@ -155,6 +174,7 @@ class WorkerRuntime:
         self.make_engine = make_engine
         self.never_started_problem = never_started_problem
         self.live_url = live_url
+        self.engine_ready = engine_ready
         self._manager: SessionManager | None = None
 
     def bind(self, manager: SessionManager) -> None:

@@ -153,8 +153,15 @@ class SessionWorker:
         async with runtime.pool.acquire(self.session_id, on_wait=self._on_queued) as lease:
             self.phase = "starting"
             self._lease = lease
-            self._engine = engine = await runtime.make_engine(record)
+            early_browser = self._start_browser_early(lease)
             try:
+                self._engine = engine = await runtime.make_engine(record)
+            except BaseException:
+                await asyncio.shield(_discard(early_browser))
+                raise
+            try:
+                if early_browser is not None:
+                    await early_browser
                 await self._launch(engine, lease, task)
                 while True:
                     self.phase = "running"
@@ -169,6 +176,15 @@ class SessionWorker:
                 self.phase = "closing"
                 self._end_wake(Release("Closing"))
                 await asyncio.shield(self._close(engine))
+
+    def _start_browser_early(self, lease: SlotLease) -> asyncio.Task[object] | None:
+        """The first run after a start waits for browser-use's import: start the slot's browser meanwhile.
+
+        The engine's launch starts it again, which finds it up (starting is idempotent).
+        """
+        if self._runtime.engine_ready():
+            return None
+        return asyncio.create_task(lease.start_browser(), name=f"early-browser-{self.session_id}")
 
     async def _launch(self, engine: Engine, lease: SlotLease, task: str) -> None:
         record = await self._runtime.sessions.get(self.session_id)
@@ -433,6 +449,14 @@ class SessionWorker:
 def _turn_was_interrupted(record: SessionRecord) -> bool:
     """Whether the row still says a run is going on (a started, queued or handed-over turn)."""
     return record.status.value in {"created", "running"}
+
+
+async def _discard(task: asyncio.Task[object] | None) -> None:
+    if task is None:
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
 
 
 def _clip_output(output: object) -> str:

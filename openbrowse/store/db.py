@@ -125,6 +125,8 @@ class Database:
             if "no transaction is active" not in str(exc):
                 raise
 
+    # One hop to the connection's thread per read (execute + fetch + close would be three): reads are the
+    # API's hot path (``GET /v3/sessions/{id}``).
     async def fetch_all(self, sql: str, params: tuple[object, ...] = ()) -> list[aiosqlite.Row]:
         # one call into the connection's thread that executes, fetches and closes the cursor: a reader cancelled
         # half-way can never leave a statement open, which would pin the read connection to an old snapshot

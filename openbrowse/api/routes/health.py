@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import psutil
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 
 from openbrowse import __version__
+from openbrowse.agent.census import live_counts
 from openbrowse.api.deps import ApiKey, ManagerDep, SettingsDep
 from openbrowse.api.openapi_docs import error_responses
-from openbrowse.api.schemas import HealthDetailsView, HealthView
+from openbrowse.api.schemas import HealthDetailsView, HealthView, LoopLagView
+from openbrowse.loop_lag import LoopLagMonitor
 
 router = APIRouter(tags=["health"])
 
@@ -34,7 +36,7 @@ async def health() -> HealthView:
     dependencies=[ApiKey],
     responses=error_responses(401, 429),
 )
-async def health_details(manager: ManagerDep, settings: SettingsDep) -> HealthDetailsView:
+async def health_details(request: Request, manager: ManagerDep, settings: SettingsDep) -> HealthDetailsView:
     counts = manager.counts()
     cpu = psutil.cpu_percent(interval=None)
     memory = psutil.virtual_memory().percent
@@ -53,4 +55,14 @@ async def health_details(manager: ManagerDep, settings: SettingsDep) -> HealthDe
         is_available=(free_slots > 0 or counts["parked"] > 0)
         and cpu < _CPU_BUSY_PERCENT
         and memory < _MEMORY_BUSY_PERCENT,
+        loop_lag_ms=_loop_lag(request),
+        live_objects=live_counts(),
     )
+
+
+def _loop_lag(request: Request) -> LoopLagView | None:
+    monitor: LoopLagMonitor | None = getattr(request.app.state, "loop_lag", None)
+    if monitor is None:
+        return None
+    lag = monitor.figures()
+    return LoopLagView(current=lag.current_ms, max=lag.max_ms, p99=lag.p99_ms, samples=lag.samples)

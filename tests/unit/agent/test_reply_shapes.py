@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from functools import cache
 from typing import Any
 
 import pytest
 from browser_use import Tools
 from browser_use.agent.views import AgentOutput
-from pydantic import BaseModel
+from pydantic import BaseModel, create_model
 
 from openbrowse.agent.cards import with_cards
 from openbrowse.agent.repair import cards_blank, correction, diagnose
@@ -144,3 +146,21 @@ def test_corrections_escalate_from_full_to_terse() -> None:
 def test_blank_cards() -> None:
     assert cards_blank(output_type().model_validate({"action": NAV, "memory": " ", "next_goal": ""}))
     assert not cards_blank(output_type().model_validate({"action": NAV, "next_move": "Open it."}))
+
+
+def test_per_agent_output_types_are_not_kept_alive_by_our_caches() -> None:
+    """browser-use builds a new AgentOutput type per agent; our caches must die with it."""
+
+    class Navigate(BaseModel):
+        url: str
+
+    action_model = create_model("ActionModel", navigate=(Navigate | None, None))
+    output_type = create_model("AgentOutput", action=(list[action_model], []))  # type: ignore[valid-type]
+    assert set(action_params(output_type)) == {"navigate"}
+    carded = with_cards(output_type)
+    assert set(action_params(carded)) == {"navigate"}
+    carded.model_json_schema()
+    alive = weakref.ref(output_type)
+    del output_type, carded, action_model
+    gc.collect()
+    assert alive() is None

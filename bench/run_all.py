@@ -1,0 +1,102 @@
+"""``make bench``: run every benchmark of ``bench/`` and write their tables into ``docs/benchmarks.md``.
+
+    .venv/bin/python bench/run_all.py [--iterations 5] [--only api_load ...]
+
+Each benchmark runs with ``--iterations`` (at least 5) and ``--markdown``; its table replaces the block between
+``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->`` in the "Latest run" section (added when missing), under a
+line naming the machine, the date and the load average. The hand-written method sections stay as they are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "benchmarks.md"
+LATEST = "## Latest run (`make bench`)"
+BENCHMARKS = {
+    "machine": "Machine",
+    "slot_start": "Slot start (bare floor: Chromium and the 4-process stack)",
+    "step_overhead": "Step overhead (against stock browser-use)",
+    "lean_state": "Lean state",
+    "read_pages": "read_pages against visiting pages one by one",
+    "reviewer": "Reviewer overhead",
+    "session_start": "Session start, cold and warm; server RSS after many sessions (against the original)",
+    "api_load": "API under load and event-loop lag (against the original)",
+}
+TITLES = {"warm_spare": "Warm spare; slot PSS with and without a viewer (placeholder)"}
+PLACEHOLDERS = {
+    "warm_spare": (
+        "POST → running with a warm spare slot, and slot PSS with and without a viewer: not measured yet; they "
+        "come with the pre-started spare (`PREWARM_SLOTS`) and the lazy live view."
+    ),
+}
+
+
+def machine() -> str:
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    memory = psutil.virtual_memory().total / 1024**3
+    return (
+        f"{platform.platform()}, {psutil.cpu_count()} CPUs, {memory:.1f} GiB RAM, Python {platform.python_version()}; "
+        f"load average at the start: {load}"
+    )
+
+
+def run(name: str, iterations: int) -> str:
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / f"{name}.py"), "--iterations", str(iterations), "--markdown"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    seconds = time.monotonic() - started
+    if result.returncode != 0:
+        return f"Failed (exit {result.returncode}):\n\n```\n{result.stderr[-2000:]}\n```"
+    table = "\n".join(line for line in result.stdout.splitlines() if line.startswith("|") or not line.strip())
+    return f"{table.strip()}\n\n({iterations} iterations, {seconds:.0f} s)"
+
+
+def replace_block(text: str, name: str, body: str) -> str:
+    start, end = f"<!-- bench:{name} -->", f"<!-- /bench:{name} -->"
+    block = f"{start}\n### {BENCHMARKS.get(name) or TITLES.get(name, name)}\n\n{body}\n{end}"
+    pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.DOTALL)
+    if pattern.search(text):
+        return pattern.sub(lambda _: block, text)
+    if LATEST not in text:
+        text = text.rstrip() + f"\n\n{LATEST}\n"
+    return text.rstrip() + f"\n\n{block}\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--iterations", type=int, default=5)
+    parser.add_argument("--only", nargs="*", default=list(BENCHMARKS))
+    args = parser.parse_args()
+    iterations = max(5, args.iterations)
+    text = DOC.read_text(encoding="utf-8")
+    stamp = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {machine()}"
+    text = replace_block(text, "machine", stamp)
+    for name in [n for n in args.only if n != "machine"]:
+        print(f"running bench/{name}.py ...", flush=True)
+        text = replace_block(text, name, run(name, iterations))
+        DOC.write_text(text, encoding="utf-8")
+    for name, note in PLACEHOLDERS.items():
+        text = replace_block(text, name, note)
+    DOC.write_text(text, encoding="utf-8")
+    print(f"wrote {DOC.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
