@@ -21,20 +21,12 @@ from browser_use import BrowserSession
 from browser_use.browser.views import BrowserStateSummary
 from browser_use.dom.views import SerializedDOMState
 
+from openbrowse.agent.steps import CATEGORIES
+
 logger = logging.getLogger(__name__)
 
-LEAN_ACTIONS = frozenset(
+LEAN_ACTIONS = CATEGORIES["schema"] | frozenset(
     {
-        "add_item",
-        "update_item",
-        "update_items",
-        "set_field",
-        "mark_absent",
-        "remove_items",
-        "read_output",
-        "search_output",
-        "add_items_from_file",
-        "update_items_from_file",
         "remember",
         "recall",
         "read_file",
