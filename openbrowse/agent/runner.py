@@ -229,6 +229,7 @@ class AgentRunner:
                 network=self._spec.network,
                 captcha_solver=self._spec.captcha_solver,
                 captcha=self._captcha,
+                store=self._structured.store,
             ),
             before_guard=[lambda registry: self._structured.register(registry, self._gate_event)],
         )

@@ -18,7 +18,7 @@ import re
 import types
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from browser_use import BrowserSession
 
@@ -27,6 +27,9 @@ from openbrowse.agent.netpolicy import NetworkRefused, NetworkRules
 from openbrowse.agent.page_scripts import READ_PAGE
 from openbrowse.agent.safe_fetch import FetchFailed, fetch
 from openbrowse.agent.tools.clipboard import Clipboard
+
+if TYPE_CHECKING:
+    from openbrowse.agent.answer_store import AnswerStore
 
 FRAME_WAIT = 15.0
 
@@ -97,10 +100,33 @@ def pick_jsonld(blocks: list[Any], type_name: str) -> list[dict[str, Any]]:
     return found
 
 
+STORE_HELPERS = (
+    "add_item",
+    "update_item",
+    "update_items",
+    "set_field",
+    "mark_absent",
+    "remove_items",
+    "read_output",
+    "search_output",
+    "add_items_from_file",
+    "update_items_from_file",
+    "coverage",
+)
+"""The answer store's operations a script can call, with the store's own validation (spec §11.3)."""
+
+
 class Sandbox:
     """One session's persistent namespace plus the per-call output buffer and pending ``asyncio.run`` tasks."""
 
-    def __init__(self, files_dir: Path, browser: BrowserSession, clipboard: Clipboard, network: NetworkRules) -> None:
+    def __init__(
+        self,
+        files_dir: Path,
+        browser: BrowserSession,
+        clipboard: Clipboard,
+        network: NetworkRules,
+        store: AnswerStore | None = None,
+    ) -> None:
         self.files_dir = files_dir
         self.network = network
         self.stdout = io.StringIO()
@@ -120,6 +146,8 @@ class Sandbox:
             "re": re,
             "asyncio": self._asyncio_shim(),
         }
+        if store is not None:
+            self.namespace.update({name: getattr(store, name) for name in STORE_HELPERS})
 
     def _asyncio_shim(self) -> types.SimpleNamespace:
         shim = types.SimpleNamespace(**{name: getattr(asyncio, name) for name in asyncio.__all__})

@@ -256,3 +256,50 @@ async def test_prose_mode_reformats_the_final_answer_once(agent_server: ServerPr
     assert "OUTPUT FORMAT" in next(r for r in requests if r.is_agent_step).text
     assert len([r for r in requests if "OPENBROWSE-REFORMAT" in r.text]) == 1
     assert not (agent_server.home / "data" / "sessions" / session["id"] / "output.json").exists()
+
+
+async def test_a_run_code_file_script_writes_to_the_store(
+    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
+) -> None:
+    """The store's operations are bound in the sandbox, with the store's own validation (spec §11.3)."""
+    marker = token("SANDBOXSTORE")
+    schema = {
+        "type": "object",
+        "properties": {
+            "products": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}, "price": {"type": "number"}},
+                    "required": ["name", "price"],
+                },
+            }
+        },
+        "required": ["products"],
+    }
+    code = (
+        "add_item({'name': 'Blue Widget', 'price': 42})\n"
+        "update_items([{'index': 0, 'fields': {'price': 41.5}}])\n"
+        "try:\n"
+        "    add_item({'name': 'Bad', 'price': 'not a number'})\n"
+        "except Exception as refused:\n"
+        "    print('refused:', refused)\n"
+        "print(coverage())\n"
+    )
+    fake.script(
+        marker,
+        [
+            navigate(f"{site.url}/"),
+            agent_step({"run_code_file": {"name": "fill", "code": code}}, next="Fill the output from a script."),
+            done("The output holds the product."),
+        ],
+        when=agent_steps,
+    )
+    session = create(agent_server, task=f"{marker} List the products on {site.url}/", outputSchema=schema)
+    finished = wait_until_status(agent_server, session["id"], {"stopped", "error"}, timeout=240)
+    assert finished["status"] == "stopped", finished["lastStepSummary"]
+    assert finished["output"] == {"products": [{"name": "Blue Widget", "price": 41.5}]}
+    assert finished["isTaskSuccessful"] is True
+    script_rows = [m for m in messages(agent_server, session["id"]) if data_of(m).get("action") == "run_code_file"]
+    snippet = data_of(script_rows[-1]).get("resultSnippet", "")
+    assert "refused:" in snippet and "Coverage" in snippet, snippet

@@ -15,6 +15,9 @@ from openbrowse.domain.feed import EventCategory, FeedEntry, FeedSink
 from openbrowse.domain.ids import SessionId
 
 if TYPE_CHECKING:
+    from openbrowse.agent.answer_store import AnswerStore
+
+if TYPE_CHECKING:
     from openbrowse.agent.tools.solve_captcha import CaptchaSolver
 
 
@@ -29,6 +32,8 @@ class ToolContext:
     captcha: CaptchaSolver | None = None
     """The CapSolver-backed solver; set only when ``CAPSOLVER_API_KEY`` is (spec §11.6)."""
     reading: ReadingState = field(default_factory=ReadingState)
+    store: AnswerStore | None = None
+    """The answer store when the output schema converts: ``run_code_file`` scripts write to it too."""
     active_sessions: Callable[[], int] = active_runs
     """How many sessions run on this host now (read_pages paces its tabs only under real contention)."""
 

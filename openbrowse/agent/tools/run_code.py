@@ -160,7 +160,7 @@ def register_run_code(tools: Tools[Any], ctx: ToolContext) -> None:
         sandbox = sandboxes.get(id(browser_session))
         if sandbox is None:
             sandbox = sandboxes.setdefault(
-                id(browser_session), Sandbox(ctx.files_dir, browser_session, ctx.clipboard, ctx.network)
+                id(browser_session), Sandbox(ctx.files_dir, browser_session, ctx.clipboard, ctx.network, ctx.store)
             )
         reply = await run_code_file(ctx, sandbox, browser_session, params)
         return ActionResult(
@@ -173,6 +173,7 @@ def register_run_code(tools: Tools[Any], ctx: ToolContext) -> None:
         "Save and run a reusable, parameterised Python script (scripts/<name>.py) with top-level await in a "
         "namespace that persists across calls. Helpers: browser.evaluate/html/frames/frame_text/frame_jsonld/"
         "frame_evaluate/wait_for_frame/navigate, fetch(url) (server-side), save_json/read_json/open (session "
-        "files), pick_jsonld, remember/recall. Use print() to see results. Never call a site's backend API.",
+        "files), pick_jsonld, remember/recall, and with an output store add_item/update_item(s)/set_field/"
+        "mark_absent/remove_items/read_output/coverage. Use print() to see results. Never call a site's backend API.",
         param_model=RunCodeParams,
     )(run_code_file_action)
