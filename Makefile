@@ -8,6 +8,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 APT_PACKAGES := chromium xvfb x11vnc websockify novnc fonts-dejavu-core fonts-liberation
 PYTEST_ARGS ?=
+# Test files run in parallel workers (most of a test is spent waiting on browsers and servers, not on a core).
+TEST_WORKERS ?= 2
 
 .PHONY: run test check lint types e2e deps system-deps venv clean bench lock
 
@@ -15,7 +17,7 @@ run: deps
 	$(BIN)/python -m openbrowse serve
 
 test: deps
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 check: deps
 	$(BIN)/ruff format --check openbrowse tests bench

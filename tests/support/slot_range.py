@@ -1,19 +1,25 @@
 """Choosing display-slot indexes that nothing on this machine is using right now.
 
-A server's start-up clean-up kills whatever listens on its slots' ports (spec §17), so two test runs that
-share a slot range (for example two pytest processes both starting at ``next_slot_base()``'s first value)
-would kill each other's browsers. Servers started here take a random range whose displays and ports are idle.
+Two servers on one slot range would fight over its displays and ports, so every server started by the tests
+takes a random range whose displays and ports are idle, and holds an exclusive lock file per slot index while it
+has the range. The locks (``flock``, released by the kernel when the holder dies) keep the pytest workers of one
+run (``pytest -n``) and concurrent test runs on the same machine from handing out the same range.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import random
+from pathlib import Path
 
 import psutil
 
 from openbrowse.slots.layout import MAX_SLOT_INDEX, slot_layout
 
 LOW = 40
+LOCK_DIR = Path("/tmp/openbrowse-test-slots")
 
 
 def _listening_ports() -> set[int]:
@@ -27,35 +33,68 @@ def _free(index: int, listening: set[int]) -> bool:
     return not layout.x_lock_path.exists() and not layout.x_socket_path.exists()
 
 
-_handed_out: dict[int, range] = {}
-"""Ranges this process handed out and has not released, by their first index."""
+_handed_out: dict[int, list[int]] = {}
+"""Ranges this process holds, by their first index: the open lock-file descriptors of their slot indexes."""
+
+
+def _lock(index: int) -> int | None:
+    LOCK_DIR.mkdir(mode=0o700, exist_ok=True)
+    fd = os.open(LOCK_DIR / f"slot-{index}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _take(indexes: range) -> list[int] | None:
+    """Lock every index of the range, or none of them."""
+    held: list[int] = []
+    for index in indexes:
+        fd = _lock(index)
+        if fd is None:
+            _unlock(held)
+            return None
+        held.append(fd)
+    return held
+
+
+def _unlock(fds: list[int]) -> None:
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)  # closing the descriptor releases its flock
 
 
 def free_slot_base(count: int = 2) -> int:
     """The first of ``count`` consecutive slot indexes in 40..169 whose displays and ports are unused.
 
-    Ranges handed out by this process and not yet released are never handed out again, even if their servers
-    have not started a browser yet (their ports are not listening).
+    A range stays reserved (by its lock files) until :func:`release_slot_base`, even while its server has not
+    started a browser yet (its ports are not listening).
     """
     listening = _listening_ports()
-    taken = {index for indexes in _handed_out.values() for index in indexes}
     candidates = list(range(LOW, MAX_SLOT_INDEX - count + 2))
     random.shuffle(candidates)
     for base in candidates:
         indexes = range(base, base + count)
-        if taken.intersection(indexes):
+        if not all(_free(index, listening) for index in indexes):
             continue
-        if all(_free(index, listening) for index in indexes):
-            _handed_out[base] = indexes
+        held = _take(indexes)
+        if held is not None:
+            _handed_out[base] = held
             return base
     raise RuntimeError("no free display-slot range on this machine")
 
 
 def release_slot_base(base: int) -> None:
     """Give back a range once its server has stopped (its ports and displays are checked again before reuse)."""
-    _handed_out.pop(base, None)
+    _unlock(_handed_out.pop(base, []))
 
 
 def claim_slot_base(base: int, count: int = 4) -> None:
-    """Mark a range as handed out again (a server restarted on the range of one that stopped)."""
-    _handed_out.setdefault(base, range(base, base + count))
+    """Hold a range again (a server restarted on the range of one that stopped); a range still held is kept."""
+    if base in _handed_out:
+        return
+    held = _take(range(base, base + count))
+    if held is not None:
+        _handed_out[base] = held

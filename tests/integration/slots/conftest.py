@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import random
 import shutil
 import socket
 import sys
@@ -14,8 +13,8 @@ import psutil
 import pytest
 
 from openbrowse.config import Settings
-from openbrowse.slots.layout import MAX_SLOT_INDEX, slot_layout
 from openbrowse.slots.ledger import instance_id, tagged_processes
+from tests.support.slot_range import free_slot_base, release_slot_base
 
 CHILDREN = Path(__file__).resolve().parents[2] / "fakes" / "children"
 PYTHON = sys.executable
@@ -39,31 +38,12 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _listening_ports() -> set[int]:
-    return {c.laddr.port for c in psutil.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN and c.laddr}
-
-
-def _index_is_free(index: int, listening: set[int]) -> bool:
-    layout = slot_layout(index)
-    if any(port in listening for port in layout.ports):
-        return False
-    return not layout.x_lock_path.exists() and not layout.x_socket_path.exists()
-
-
-def find_free_base_index(count: int) -> int:
-    """A run of ``count`` slot indexes in 40..MAX whose displays and ports are unused (random start)."""
-    listening = _listening_ports()
-    candidates = list(range(40, MAX_SLOT_INDEX - count + 2))
-    random.shuffle(candidates)
-    for base in candidates:
-        if all(_index_is_free(base + i, listening) for i in range(count)):
-            return base
-    raise RuntimeError("no free slot index range for the test")
-
-
 @pytest.fixture
-def base_index() -> int:
-    return find_free_base_index(3)
+def base_index() -> Iterator[int]:
+    """Three slot indexes whose displays and ports are unused, reserved (lock files) for the test."""
+    base = free_slot_base(3)
+    yield base
+    release_slot_base(base)
 
 
 @pytest.fixture
