@@ -262,6 +262,8 @@ def guard_problem(guard: Guard | None, value: str) -> str | None:
 def strip_to_schema(node: Node, value: Any) -> Any:
     """``value`` in schema shape: undeclared keys removed (run-time extras stay private), unset nullables null."""
     if node.kind == "object" and isinstance(value, dict):
+        if not node.fields and node.additional:
+            return value  # a free-form object (no declared properties): its keys are the data
         kept = {
             k: strip_to_schema(node.fields[k].node, v)
             for k, v in value.items()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,9 @@ STORE_PROMPT = (
     "is the answer."
 )
 KEPT_VALID = "The output store was schema-valid, so it stands as the answer."
+
+
+CAPPED_READOUT = re.compile(r"the full text is saved as (readout_[\w.-]+\.txt)")
 
 
 class StructuredOutput:
@@ -98,7 +102,17 @@ class StructuredOutput:
         self.evidence.mark_visited(url)
         for name, content in zip(actions, contents, strict=False):
             if content and (category_of(name) in EVIDENCE_CATEGORIES or name in EVIDENCE_ACTIONS):
-                self.evidence.ingest(content, url)
+                self.evidence.ingest(self._uncapped(content), url)
+
+    def _uncapped(self, content: str) -> str:
+        """The full text behind a preview the guard layer capped (it saved the whole output to a readout file)."""
+        match = CAPPED_READOUT.search(content)
+        if match is None:
+            return content
+        try:
+            return self.resolve_file(match.group(1)).read_text("utf-8")
+        except OSError:
+            return content
 
     def coverage(self) -> str | None:
         return self.store.coverage() if self.store is not None else None

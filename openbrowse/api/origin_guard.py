@@ -147,7 +147,8 @@ class BrowserGuard:
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
-        host = headers.get("host")
+        hosts = headers.getlist("host")
+        host = hosts[0] if len(hosts) == 1 else None  # two Host headers: which one counts depends on the parser
         if not self.policy.host_allowed(host):
             logger.info("Refused a request for Host %r (not a loopback name, the bind address or ALLOWED_HOSTS)", host)
             await _refuse(scope, receive, send, 400, HOST_REFUSED)

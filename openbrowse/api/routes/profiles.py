@@ -10,6 +10,7 @@ from openbrowse.api.body import parse_body, read_json
 from openbrowse.api.deps import ApiKey, ProfilesDep
 from openbrowse.api.openapi_docs import error_responses
 from openbrowse.api.profile_schemas import ProfileBody, ProfileListView, ProfileView, profile_view
+from openbrowse.api.schemas import MAX_PAGE
 
 router = APIRouter(
     prefix="/profiles", tags=["profiles"], dependencies=[ApiKey], responses=error_responses(401, 422, 429)
@@ -29,9 +30,9 @@ async def create_profile(request: Request, profiles: ProfilesDep) -> ProfileView
 @router.get("", response_model=ProfileListView, response_model_by_alias=True)
 async def list_profiles(
     profiles: ProfilesDep,
-    page: Annotated[int | None, Query(ge=1)] = None,
+    page: Annotated[int | None, Query(ge=1, le=MAX_PAGE)] = None,
     page_size: Annotated[int | None, Query(ge=1, le=100)] = None,
-    page_number: Annotated[int | None, Query(alias="pageNumber", ge=1)] = None,
+    page_number: Annotated[int | None, Query(alias="pageNumber", ge=1, le=MAX_PAGE)] = None,
     page_size_alias: Annotated[int | None, Query(alias="pageSize", ge=1, le=100)] = None,
     query: Annotated[str | None, Query(max_length=200)] = None,
 ) -> ProfileListView:

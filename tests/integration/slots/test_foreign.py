@@ -28,7 +28,8 @@ from .conftest import PYTHON, instance_processes
 
 _LISTENER = (
     "import socket, sys, time\n"
-    "s = socket.socket(); s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen()\n"
+    "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+    "s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen()\n"
     "print('listening', flush=True); time.sleep(120)\n"
 )
 
@@ -41,7 +42,9 @@ def _spawn_named(tmp_path: Path, name: str, code: str, *args: str) -> subprocess
         [str(exe), "-c", code, *args], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True
     )
     assert popen.stdout is not None
-    assert popen.stdout.readline().strip()  # ready
+    if not popen.stdout.readline().strip():  # not ready: reap it before failing
+        _stop(popen)
+        pytest.fail(f"{name} did not start (exit code {popen.returncode})")
     return popen
 
 

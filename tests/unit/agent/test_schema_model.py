@@ -111,3 +111,9 @@ def test_strip_to_schema_drops_extra_keys_and_unset_optionals() -> None:
 def test_unconvertible_schemas_switch_to_prose_mode(schema: dict[str, Any]) -> None:
     with pytest.raises(SchemaUnsupported):
         convert(schema)
+
+
+def test_strip_to_schema_keeps_free_form_objects_whole() -> None:
+    model = convert({"type": "object", "properties": {"rows": {"type": "array", "items": {"type": "object"}}}})
+    rows = [{"name": "Blue Widget", "price": "9.99"}]
+    assert strip_to_schema(model, {"rows": rows, "scratch": 1}) == {"rows": rows}
