@@ -26,6 +26,7 @@ check: deps
 	$(BIN)/lint-imports
 
 bench: deps
+	$(MAKE) system-deps APT_PACKAGES="$(APT_PACKAGES) wrk"
 	$(BIN)/python bench/run_all.py
 
 deps: system-deps venv
