@@ -26,6 +26,7 @@ from openbrowse.agent.browser_pages import FrameRef, evaluate, evaluate_in_frame
 from openbrowse.agent.netpolicy import NetworkRefused, NetworkRules
 from openbrowse.agent.page_scripts import READ_PAGE
 from openbrowse.agent.safe_fetch import FetchFailed, fetch
+from openbrowse.agent.steps import CATEGORIES
 from openbrowse.agent.tools.clipboard import Clipboard
 
 if TYPE_CHECKING:
@@ -100,19 +101,7 @@ def pick_jsonld(blocks: list[Any], type_name: str) -> list[dict[str, Any]]:
     return found
 
 
-STORE_HELPERS = (
-    "add_item",
-    "update_item",
-    "update_items",
-    "set_field",
-    "mark_absent",
-    "remove_items",
-    "read_output",
-    "search_output",
-    "add_items_from_file",
-    "update_items_from_file",
-    "coverage",
-)
+STORE_HELPERS = (*sorted(CATEGORIES["schema"]), "coverage")
 """The answer store's operations a script can call, with the store's own validation (spec §11.3)."""
 
 
