@@ -72,15 +72,6 @@ def _slot_of(target: LiveTarget) -> LiveSlot:
     return target.slot
 
 
-async def _start_vnc(slot: LiveSlot) -> None:
-    """Start x11vnc and websockify if they are not running (lazy start); 502 if they cannot be started."""
-    try:
-        await slot.ensure_vnc()
-    except _VNC_ERRORS as exc:
-        logger.warning("Live view could not be started: %s", exc)
-        raise HTTPException(502, "The live view could not be started") from exc
-
-
 @router.get("/{target_id}/view", response_class=HTMLResponse)
 async def view(
     target_id: str, request: Request, targets: LiveTargetsDep, auth: AuthenticatorDep, settings: SettingsDep
@@ -169,12 +160,20 @@ async def asset(
     if not asset or asset.endswith("/") or any(part in {"", ".", ".."} for part in parts) or "\\" in asset:
         raise HTTPException(404, "Not found")
     slot = _slot_of(await targets.resolve(target_id))
-    await _start_vnc(slot)
+    try:
+        # Counted as a viewer while it is fetched: a stop pending since an earlier viewer left must not take
+        # websockify away mid-request (the page's own socket arrives right after its files).
+        ticket = await slot.add_viewer()
+    except _VNC_ERRORS as exc:
+        logger.warning("Live view could not be started: %s", exc)
+        raise HTTPException(502, "The live view could not be started") from exc
     try:
         upstream = await http.get(f"http://127.0.0.1:{slot.novnc_port}/{quote(asset)}")
     except httpx.HTTPError as exc:
         logger.warning("Live view asset %s could not be fetched: %s", asset, exc)
         raise HTTPException(502, "The live view could not be reached") from exc
+    finally:
+        slot.remove_viewer(ticket)
     if upstream.status_code == 404:
         raise HTTPException(404, "Not found")
     if upstream.status_code != 200:
