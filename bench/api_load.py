@@ -28,7 +28,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from served import fmt, health_details, run_session, served
+from served import fmt, health_details, print_figures, run_session, served
 
 ORIGINAL_IDLE_RPS = 356.0
 """The original OpenBrowse on this machine (issue 11), 20 clients, idle."""
@@ -95,13 +95,7 @@ def main() -> None:
         ("busy p99", fmt(busy_p99, "ms", 0), "goal ≤ 100 ms"),
         ("loop lag p99 (last minute, busy)", fmt(lag_p99, "ms", 0), ""),
     ]
-    if args.markdown:
-        print("| figure | median (min–max) | note |\n|---|---|---|")
-        for name, value, note in rows:
-            print(f"| {name} | {value} | {note} |")
-    else:
-        for name, value, note in rows:
-            print(f"{name:36} {value:28} {note}")
+    print_figures(rows, markdown=args.markdown, widths=(36, 28))
 
 
 if __name__ == "__main__":

@@ -103,3 +103,14 @@ def spread(values: Sequence[float]) -> tuple[float, float, float]:
 def fmt(values: Sequence[float], unit: str = "s", digits: int = 2) -> str:
     low, mid, high = spread(values)
     return f"{mid:.{digits}f} {unit} ({low:.{digits}f}–{high:.{digits}f})"
+
+
+def print_figures(rows: Sequence[tuple[str, str, str]], *, markdown: bool, widths: tuple[int, int]) -> None:
+    """The figure table every server benchmark prints: markdown for ``docs/benchmarks.md``, else aligned text."""
+    if markdown:
+        print("| figure | median (min–max) | note |\n|---|---|---|")
+        for name, value, note in rows:
+            print(f"| {name} | {value} | {note} |")
+    else:
+        for name, value, note in rows:
+            print(f"{name:{widths[0]}} {value:{widths[1]}} {note}")

@@ -20,7 +20,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from served import fmt, health_details, run_session, served, server_rss
+from served import fmt, health_details, print_figures, run_session, served, server_rss
 
 ORIGINAL = {"running": 1.18, "first_request": 2.26, "cold_running": 1.21, "cold_first_request": 2.53}
 """The original OpenBrowse on this machine (issue 11), medians."""
@@ -75,13 +75,7 @@ def main() -> None:
                 f"goal ≤ 150 MiB; live objects after: {live}",
             )
         )
-    if args.markdown:
-        print("| figure | median (min–max) | note |\n|---|---|---|")
-        for name, value, note in rows:
-            print(f"| {name} | {value} | {note} |")
-    else:
-        for name, value, note in rows:
-            print(f"{name:58} {value:30} {note}")
+    print_figures(rows, markdown=args.markdown, widths=(58, 30))
 
 
 if __name__ == "__main__":
