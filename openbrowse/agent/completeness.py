@@ -104,6 +104,7 @@ class Gate:
 
     def new_turn(self) -> None:
         self.fired = False
+        self.store.reads_at_bounce = None  # "nothing read since the bounce" is about this turn's bounce
 
     def check(self) -> list[str]:
         """The deficiencies that bounce this ``done``; empty when it is accepted."""

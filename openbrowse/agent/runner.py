@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import tempfile
 from collections.abc import Iterator
@@ -192,11 +193,20 @@ class AgentRunner:
         else:
             agent.add_new_task(CONTINUATION_NOTE + text)
         self._turn_start = len(agent.history.history)
-        max_steps = agent.state.n_steps - 1 + STEPS_PER_TURN
+        outcome = await self._drive(agent, task, goal, agent.state.n_steps - 1 + STEPS_PER_TURN)
+        await self._dissent(outcome)
+        return outcome
+
+    async def _drive(self, agent: Agent[Any, Any], task: str, goal: str, max_steps: int) -> TurnOutcome:
         try:
             with active_run():
                 await agent.run(max_steps=max_steps, on_step_start=self._on_step_start, on_step_end=self._on_step_end)
-                await self._review(agent, task, goal, max_steps)
+                try:
+                    await self._review(agent, task, goal, max_steps)
+                except Exception as exc:
+                    if isinstance(exc, BudgetExceeded):
+                        raise
+                    await self._review_failed(exc)  # the done already reached stands
         except BudgetExceeded as stop:
             return await self._budget_outcome(stop)
         except ProviderGaveUp as gave_up:
@@ -208,9 +218,7 @@ class AgentRunner:
             return await self._fatal(exc)
         finally:
             self._activity.finish()
-        outcome = await self._finished_outcome(agent, max_steps)
-        await self._dissent(outcome)
-        return outcome
+        return await self._finished_outcome(agent, max_steps)
 
     def _task_text(self, task: str, goal: str, preamble: str | None) -> str:
         text = f"{preamble}\n\n{task}" if preamble else task
@@ -281,13 +289,17 @@ class AgentRunner:
         summary = await self._record_step(agent)
         await self._capture_start_url()
         await self._callbacks.step_finished(summary)
+        self._spend.record_step(self._callbacks.total_cost())
+        await self._check_budget()
+        self._raise_if_provider_gave_up()
+
+    async def _check_budget(self) -> None:
+        """Spec §16.2, against the ceiling read fresh from the row; also before a review round (§14)."""
         total = self._callbacks.total_cost()
-        self._spend.record_step(total)
         ceiling = await self._callbacks.ceiling()
         if over_budget(total, ceiling, self._spend):
             assert ceiling is not None
             raise BudgetExceeded(total, ceiling)
-        self._raise_if_provider_gave_up()
 
     async def _record_step(self, agent: Agent[Any, Any]) -> str:
         calls = self._log.take()
@@ -384,15 +396,17 @@ class AgentRunner:
             schema = self._spec.output_schema
             structured = self._structured.structured_result(text) if done.success else None
             if structured is not None and not structured[1] and self._structured.prose:
-                structured = await self._reformat(text, structured)
+                structured = await self._reformat(self._structured.review_text(text), structured)
             errors = self._turn_errors[:-1] if self._turn_errors else []
             outcome = completed(
-                text=text,
+                text=self._structured.text_output(text) if done.success else text,
                 agent_success=done.success,
                 schema=schema,
                 structured=structured,
                 recovered=count_recovered(errors),
             )
+            if not done.success:
+                outcome = dataclasses.replace(outcome, output=self._structured.failed_output(text))
         elif (salvaged := await self._store_complete_outcome()) is not None:
             return salvaged
         else:
@@ -459,8 +473,11 @@ class AgentRunner:
         return TurnOutcome(ending=TurnEnding.FINISHED, summary=summary, output=output, is_task_successful=True)
 
     async def salvage(self) -> Salvage:
-        """What an interrupted turn keeps (spec §13.8): the store when non-empty, else the agent's result.json."""
-        return self._structured.salvage()
+        """What an interrupted turn keeps (spec §13.8): the store when non-empty, else the agent's result.json,
+        else (stopped while its done was under review) that done's output."""
+        done = self._last_done()
+        reached = done.extracted_content if done is not None and done.success else None
+        return self._structured.salvage(reached)
 
     async def _reformat(self, text: str, structured: tuple[Any, bool]) -> tuple[Any, bool]:
         """Prose mode: one reformat call when the done text does not validate (its cost counts)."""
@@ -470,8 +487,8 @@ class AgentRunner:
         return (value, True) if valid else structured
 
     # -- structured output and review ----------------------------------------------------------------------------
-    async def _gate_event(self, summary: str, passed: bool) -> None:
-        await self._event(EventCategory.SCHEMA, "completeness", summary, passed=passed)
+    async def _gate_event(self, summary: str, passed: bool, found: list[str]) -> None:
+        await self._event(EventCategory.SCHEMA, "completeness", summary, passed=passed, deficiencies=found)
 
     async def _judge_event(self, action: str, summary: str, data: dict[str, Any]) -> None:
         await self._event(EventCategory.JUDGE, action, summary, **data)
@@ -494,6 +511,7 @@ class AgentRunner:
             return
 
         async def resume(message: str) -> RoundResult:
+            await self._check_budget()  # the judge's cost counts: no further round once the cap is reached
             self._review_baseline = self._structured.answer_snapshot(self._last_done_text())
             before = len(agent.history.history)
             agent.add_new_task(message)
@@ -506,11 +524,21 @@ class AgentRunner:
         context = ReviewContext(
             task=task,
             goal=goal,
-            done_text=self._last_done_text,
+            done_text=lambda: self._structured.review_text(self._last_done_text()),
             steps=lambda: list(self._step_summaries),
             answer=lambda: self._structured.answer_snapshot(self._last_done_text()),
         )
         await self._reviewer.review(context, resume)
+
+    async def _review_failed(self, exc: BaseException) -> None:
+        cause = exc.__cause__ if isinstance(exc, ProviderGaveUp) and exc.__cause__ is not None else exc
+        message = collapse(str(cause)) or type(cause).__name__
+        logger.warning("A review round of session %s failed: %s", self._spec.session_id, message)
+        await self._judge_event(
+            "review",
+            f"Review round failed ({message[:200]}) — stopping the review and recording the standing result",
+            {"verdict": "error", "error": message[:2000]},
+        )
 
     async def _dissent(self, outcome: TurnOutcome) -> None:
         if self._reviewer is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +42,11 @@ STORE_PROMPT = (
     "is the answer."
 )
 KEPT_VALID = "The output store was schema-valid, so it stands as the answer."
+KEPT_PARTIAL = "A partial output is kept."
+RESULT_FILE = "result.json"
+MTIME_SLACK = 0.05
+REVIEW_FILE_LIMIT = 8000
+"""File times can trail the wall clock by a tick."""
 
 
 CAPPED_READOUT = re.compile(r"the full text is saved as (readout_[\w.-]+\.txt)")
@@ -54,6 +60,7 @@ class StructuredOutput:
         self.store: AnswerStore | None = None
         self.gate: Gate | None = None
         self.prose = False
+        self._turn_started = time.time()
         if schema is None:
             return
         try:
@@ -89,6 +96,7 @@ class StructuredOutput:
         install_done_gate(tools, self.gate, report)
 
     def new_turn(self) -> None:
+        self._turn_started = time.time()
         if self.gate is not None:
             self.gate.new_turn()
 
@@ -124,13 +132,53 @@ class StructuredOutput:
 
     # -- endings -------------------------------------------------------------------------------------------
     def structured_result(self, done_text: str) -> tuple[Any, bool] | None:
-        """The output of a successful ``done`` and whether it is schema-valid (None without a schema)."""
+        """The output of a successful ``done`` and whether it is schema-valid (None without a schema).
+
+        With a store: its content. Without one (prose mode, §13.6): the JSON in the done text, or else the
+        ``result.json`` the agent wrote this turn; the caller runs the one reformat pass if neither validates.
+        """
         if self.schema is None:
             return None
         if self.store is not None:
             output, problems = self.store.final_output()
             return output, not problems
-        return parse_structured(done_text, self.schema)
+        parsed = parse_structured(done_text, self.schema)
+        if parsed[1]:
+            return parsed
+        from_file = self._result_file_value()
+        if from_file is not None and not schema_errors(from_file, self.schema):
+            return from_file, True
+        return parsed if parsed[0] is not None or from_file is None else (from_file, False)
+
+    def text_output(self, done_text: str) -> str:
+        """The output of a successful ``done`` without a schema: its text, or this turn's ``result.json`` when the
+        text is blank (the agent said everything in the file)."""
+        if done_text.strip():
+            return done_text
+        path = self.result_file()
+        if path is None:
+            return done_text
+        try:
+            return path.read_text("utf-8")
+        except OSError:
+            return done_text
+
+    def review_text(self, done_text: str) -> str:
+        """The done text as the reviewer sees it: without a store, with the ``result.json`` written this turn."""
+        path = self.result_file() if self.store is None else None
+        if path is None:
+            return done_text
+        try:
+            content = path.read_text("utf-8")[:REVIEW_FILE_LIMIT]
+        except OSError:
+            return done_text
+        return f"{done_text}\n\nRESULT FILE (result.json, written by the agent):\n{content}"
+
+    def failed_output(self, done_text: str) -> Any:
+        """What a ``done`` reporting failure leaves as the output: what the store gathered, else the text."""
+        if self.store is not None and not self.store.is_empty():
+            return self.store.final_output()[0]
+        return done_text or None
 
     def store_complete(self) -> tuple[Any, bool] | None:
         """§13.7: a non-empty, schema-valid store when the run ended without done: (output, gatePassed)."""
@@ -141,27 +189,44 @@ class StructuredOutput:
             return None
         return output, not deficiencies(self.store)
 
-    def salvage(self) -> Salvage:
-        """§13.8: the store when non-empty, else the agent's ``result.json``; no LLM call."""
+    def salvage(self, done_text: str | None = None) -> Salvage:
+        """§13.8, no LLM call: the store when non-empty, else the ``result.json`` the agent wrote this turn, else
+        (a stop during review) the output of the ``done`` the turn already reached."""
         if self.store is not None and not self.store.is_empty():
             output, problems = self.store.final_output()
             if not problems:
                 return Salvage(output=output, is_task_successful=True, kept=KEPT_VALID)
             count = len(self.store.items)
-            kept = f"A partial output of {count} items is kept." if self.store.answer_key else ""
-            return Salvage(output=output, is_task_successful=False, kept=kept or "A partial output is kept.")
-        return self._result_file_salvage()
-
-    def _result_file_salvage(self) -> Salvage:
-        result_file = self.files_dir / AGENT_DATA / "result.json"
-        if not result_file.is_file():
-            return NOTHING_KEPT
-        try:
-            output = json.loads(result_file.read_text("utf-8"))
-        except (OSError, json.JSONDecodeError):
+            kept = f"A partial output of {count} items is kept." if self.store.answer_key else KEPT_PARTIAL
+            return Salvage(output=output, is_task_successful=False, kept=kept)
+        value = self._result_file_value()
+        if value is None and done_text and done_text.strip():
+            structured = self.structured_result(done_text)
+            value = structured[0] if structured is not None and structured[0] is not None else done_text
+        if value is None:
             return NOTHING_KEPT
         schema = self.schema
-        valid = schema is not None and output not in (None, "", [], {}) and not schema_errors(output, schema)
-        return Salvage(
-            output=output, is_task_successful=bool(valid), kept=KEPT_VALID if valid else ("A partial output is kept.")
-        )
+        valid = schema is not None and value not in ("", [], {}) and not schema_errors(value, schema)
+        return Salvage(output=value, is_task_successful=valid, kept=KEPT_VALID if valid else KEPT_PARTIAL)
+
+    def result_file(self) -> Path | None:
+        """The ``result.json`` the agent wrote during this turn (its file system or a script's), newest first."""
+        candidates = []
+        for folder in (self.files_dir / AGENT_DATA, self.files_dir):
+            path = folder / RESULT_FILE
+            try:
+                modified = path.stat().st_mtime
+            except OSError:
+                continue
+            if modified >= self._turn_started - MTIME_SLACK:  # an earlier turn's file is not this turn's answer
+                candidates.append((modified, path))
+        return max(candidates)[1] if candidates else None
+
+    def _result_file_value(self) -> Any:
+        path = self.result_file()
+        if path is None:
+            return None
+        try:
+            return json.loads(path.read_text("utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return None

@@ -1,9 +1,9 @@
-"""Structured output end to end: the answer store, the completeness gate, salvage on a budget stop, the reviewer.
+"""Structured output end to end: the answer store, the completeness gate, salvage, the reviewer and outcomes.
 
 The careers fixture lists 14 vacancies on a cross-origin board (an iframe from a second port); each vacancy
-has a detail page carrying JSON-LD. ``find_links``/``read_pages`` are not on this branch, so the scripted agent
-reads the detail pages with ``evaluate`` on the board's origin (its page-shaped result feeds the evidence
-corpus) and loads the rows with ``write_file`` + ``add_items_from_file``.
+has a detail page carrying JSON-LD. The scripted agent works as a real one would: ``find_links`` inside the
+board's frame, ``read_pages()`` for the detail pages, then a ``run_code_file`` script that builds the rows from
+``pages.json`` (``read_json``, ``pick_jsonld``) and writes them with the store's own ``add_item``.
 """
 
 from __future__ import annotations
@@ -45,16 +45,20 @@ SCHEMA: dict[str, Any] = {
     },
     "required": ["company", "jobs"],
 }
-READ_DETAIL_PAGES = (
-    "(async () => { const pages = []; "
-    "for (const a of Array.from(document.querySelectorAll('a'))) { "
-    "const html = await (await fetch(a.href)).text(); "
-    "const doc = new DOMParser().parseFromString(html, 'text/html'); "
-    "const ld = doc.querySelector('script[type=\"application/ld+json\"]'); "
-    "pages.push({url: a.href, title: doc.title, text: doc.body.textContent, "
-    "jsonld: ld ? JSON.parse(ld.textContent) : null}); } "
-    "return JSON.stringify(pages); })()"
-)
+BUILD_ROWS = """
+pages = {page["url"]: page for page in read_json("pages.json")}
+for link in read_json("found_links.json")[:LIMIT]:
+    page = pages[link["href"]]
+    [job] = pick_jsonld(page["jsonld"], "JobPosting")
+    add_item({
+        "title": job["title"],
+        "jobUrl": page["url"],
+        "location": job["jobLocation"]["address"],
+        "employment": job["employmentType"],
+        "datePosted": job["datePosted"],
+    })
+print(coverage())
+"""
 
 
 def agent_steps(request: LLMRequest) -> bool:
@@ -74,16 +78,19 @@ def truth(site: FixtureSites) -> list[dict[str, Any]]:
     ]
 
 
-READ_PAGES_STEP = agent_step({"evaluate": {"code": READ_DETAIL_PAGES}}, next="Read every vacancy page.")
-
-
-def load_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def find_board_links(site: FixtureSites) -> dict[str, Any]:
     return agent_step(
-        [
-            {"write_file": {"file_name": "jobs.json", "content": json.dumps(rows)}},
-            {"add_items_from_file": {"name": "jobs.json"}},
-        ],
-        next="Load the rows read from the vacancy pages into the output.",
+        {"find_links": {"frame_url_contains": f"127.0.0.1:{site.panel_port}"}}, next="Collect the vacancy links."
+    )
+
+
+READ_PAGES_STEP = agent_step({"read_pages": {}}, next="Read every vacancy page.")
+
+
+def build_rows(limit: int = 14) -> dict[str, Any]:
+    code = BUILD_ROWS.replace("LIMIT", str(limit))
+    return agent_step(
+        {"run_code_file": {"name": "build_rows", "code": code}}, next="Build the rows from the pages' JSON-LD."
     )
 
 
@@ -95,6 +102,10 @@ def events(feed: list[dict[str, Any]], category: str, action: str) -> list[dict[
     ]
 
 
+def step_rows(feed: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [data_of(m) for m in feed if m["type"] in {"result", "browser_action", "browser_action_error"}]
+
+
 async def test_careers_board_fills_the_store_through_the_gate(
     agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
 ) -> None:
@@ -104,10 +115,10 @@ async def test_careers_board_fills_the_store_through_the_gate(
         marker,
         [
             navigate(f"{site.url}/careers"),
+            find_board_links(site),
             done("The careers page lists the vacancies."),  # too early: bounced by the gate
-            navigate(f"{site.panel_url}/board"),
             READ_PAGES_STEP,
-            load_rows(rows),
+            build_rows(),
             agent_step(
                 [
                     {"set_field": {"key": "company", "value": CAREER_COMPANY}},
@@ -122,28 +133,44 @@ async def test_careers_board_fills_the_store_through_the_gate(
     session = create(
         agent_server, task=f"{marker} List every vacancy on {site.url}/careers with its details.", outputSchema=SCHEMA
     )
-    finished = wait_until_status(agent_server, session["id"], {"stopped", "error"}, timeout=240)
+    finished = wait_until_status(agent_server, session["id"], {"stopped", "error"}, timeout=300)
     assert finished["status"] == "stopped", finished["lastStepSummary"]
     assert finished["isTaskSuccessful"] is True and finished["failureKind"] is None
     assert finished["output"] == {"company": CAREER_COMPANY, "jobs": [{**row, "salary": None} for row in rows]}
+
     feed = messages(agent_server, session["id"])
-    gate = events(feed, "schema", "completeness")
-    assert [m["summary"] for m in gate] == [
-        "Completeness gate: company (not set); jobs: no items",
-        "Completeness check passed — Coverage — jobs: 14 item(s); filled on all: title, jobUrl, location, "
-        "employment, datePosted; marked absent: salary.",
+    gate = [data_of(m) for m in events(feed, "schema", "completeness")]
+    urls = [row["jobUrl"] for row in rows]
+    bounce = [
+        "company (not set)",
+        "jobs: no items",
+        f"find_links kept 14 link(s) but the output has 0 item(s); not turned into items: {', '.join(urls[:8])} "
+        "(+6 more)",
     ]
-    steps = [data_of(m) for m in feed if m["type"] in {"result", "browser_action", "browser_action_error"}]
-    load = next(s for s in steps if "add_items_from_file" in s["actions"])
-    assert load["coverage"].startswith("Coverage — jobs: 14 item(s); filled on all: title, jobUrl")
+    assert [(g["passed"], g["deficiencies"]) for g in gate] == [(False, bounce), (True, [])]
+    passed = events(feed, "schema", "completeness")[1]["summary"]
+    assert passed == (
+        "Completeness check passed — Coverage — jobs: 14 item(s); filled on all: title, jobUrl, location, "
+        "employment, datePosted; marked absent: salary."
+    )
+    after_bounce = [r for r in fake.requests_matching(marker) if r.is_agent_step][3]
+    assert "done was NOT accepted" in after_bounce.text and urls[7] in after_bounce.text
+
+    steps = step_rows(feed)
+    script = next(s for s in steps if s["actions"] == ["run_code_file"])
+    assert script["coverage"].startswith("Coverage — jobs: 14 item(s); filled on all: title, jobUrl")
     assert "coverage" not in steps[0]
+    absent = next(s for s in steps if "mark_absent" in s["actions"])
+    assert absent["coverage"].endswith("marked absent: salary.")
+
     reviews = events(feed, "judge", "review")
     assert [data_of(m)["verdict"] for m in reviews] == ["pass"]
     judge_call = next(r for r in fake.requests_matching(marker) if r.is_review)
     assert "STRUCTURED OUTPUT" in judge_call.text and "Recruiter" in judge_call.text
     assert not events(feed, "judge", "dissent")
-    mirror = json.loads((agent_server.home / "data" / "sessions" / session["id"] / "output.json").read_text())
-    assert mirror == {"company": CAREER_COMPANY, "jobs": rows}
+    files = agent_server.home / "data" / "sessions" / session["id"]
+    assert json.loads((files / "output.json").read_text()) == {"company": CAREER_COMPANY, "jobs": rows}
+    assert len(json.loads((files / "pages.json").read_text())) == 14
 
 
 async def test_budget_stop_keeps_the_partial_store(
@@ -151,19 +178,20 @@ async def test_budget_stop_keeps_the_partial_store(
 ) -> None:
     marker = token("BUDGET")
     rows = truth(site)[:5]
-    expensive = (200_000, 0)  # $0.40 per step on gpt-5.6-terra: after the third, less than a step's cost is left
+    expensive = (150_000, 0)  # $0.30 per step on gpt-5.6-terra: after the fourth, less than a step's cost is left
     fake.script(
         marker,
         [
-            structured(navigate(f"{site.panel_url}/board"), usage=expensive),
+            structured(navigate(f"{site.url}/careers"), usage=expensive),
+            structured(find_board_links(site), usage=expensive),
             structured(READ_PAGES_STEP, usage=expensive),
-            structured(load_rows(rows), usage=expensive),
+            structured(build_rows(5), usage=expensive),
             structured(done("never reached"), usage=expensive),
         ],
         when=agent_steps,
     )
     session = create(
-        agent_server, task=f"{marker} List every vacancy on {site.url}/careers.", outputSchema=SCHEMA, maxCostUsd=1.5
+        agent_server, task=f"{marker} List every vacancy on {site.url}/careers.", outputSchema=SCHEMA, maxCostUsd=1.4
     )
     finished = wait_until_status(agent_server, session["id"], {"stopped", "error"}, timeout=240)
     assert finished["status"] == "stopped" and finished["failureKind"] == "budget_exceeded"
@@ -224,9 +252,10 @@ async def test_unusable_replies_after_a_valid_store_still_deliver(
     fake.script(
         marker,
         [
-            navigate(f"{site.panel_url}/board"),
+            navigate(f"{site.url}/careers"),
+            find_board_links(site),
             READ_PAGES_STEP,
-            load_rows(rows),
+            build_rows(),
             agent_step({"set_field": {"key": "company", "value": CAREER_COMPANY}}, next="Record the company."),
             Fault.malformed("json").forever(),
         ],

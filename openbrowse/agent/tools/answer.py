@@ -140,7 +140,8 @@ def register_answer_tools(tools: Tools[Any], store: AnswerStore) -> None:
         return _result(lambda: store.update_items_from_file(params.name), memory="update_items_from_file")
 
 
-GateReport = Callable[[str, bool], Awaitable[None]]
+GateReport = Callable[[str, bool, list[str]], Awaitable[None]]
+"""(summary, passed, deficiencies): the feed's summary is clipped, the list is the whole story."""
 
 
 def install_done_gate(tools: Tools[Any], gate: Gate, report: GateReport) -> None:
@@ -155,9 +156,13 @@ def install_done_gate(tools: Tools[Any], gate: Gate, report: GateReport) -> None
         gate.store.adopt(first_json_value(result.extracted_content or ""))
         found = gate.check()
         if found:
-            await report(gate_text(found), False)
-            return ActionResult(extracted_content=bounce_message(found), long_term_memory=gate_text(found)[:600])
-        await report(f"Completeness check passed — {gate.store.coverage()}", True)
+            await report(gate_text(found), False, found)
+            return ActionResult(
+                extracted_content=bounce_message(found),
+                include_extracted_content_only_once=True,  # the whole list and what to do, once, in full
+                long_term_memory=f"done was bounced. {gate_text(found)}"[:600],
+            )
+        await report(f"Completeness check passed — {gate.store.coverage()}", True, [])
         text = review_block(gate.store) + (result.extracted_content or "")
         return result.model_copy(update={"extracted_content": text})
 
