@@ -155,13 +155,7 @@ class StructuredOutput:
         text is blank (the agent said everything in the file)."""
         if done_text.strip():
             return done_text
-        path = self.result_file()
-        if path is None:
-            return done_text
-        try:
-            return path.read_text("utf-8")
-        except OSError:
-            return done_text
+        return self._result_file_text() or done_text
 
     def review_text(self, done_text: str) -> str:
         """The done text as the reviewer sees it: without a store, with the ``result.json`` written this turn."""
@@ -199,7 +193,7 @@ class StructuredOutput:
             count = len(self.store.items)
             kept = f"A partial output of {count} items is kept." if self.store.answer_key else KEPT_PARTIAL
             return Salvage(output=output, is_task_successful=False, kept=kept)
-        value = self._result_file_value()
+        value = self._result_file_value() if self.schema is not None else self._result_file_text()
         if value is None and done_text and done_text.strip():
             structured = self.structured_result(done_text)
             value = structured[0] if structured is not None and structured[0] is not None else done_text
@@ -222,11 +216,18 @@ class StructuredOutput:
                 candidates.append((modified, path))
         return max(candidates)[1] if candidates else None
 
-    def _result_file_value(self) -> Any:
+    def _result_file_text(self) -> str | None:
         path = self.result_file()
         if path is None:
             return None
         try:
-            return json.loads(path.read_text("utf-8"))
-        except (OSError, json.JSONDecodeError):
+            return path.read_text("utf-8").strip()
+        except OSError:
+            return None
+
+    def _result_file_value(self) -> Any:
+        text = self._result_file_text()
+        try:
+            return json.loads(text) if text is not None else None
+        except json.JSONDecodeError:
             return None
