@@ -117,3 +117,50 @@ def test_strip_to_schema_keeps_free_form_objects_whole() -> None:
     model = convert({"type": "object", "properties": {"rows": {"type": "array", "items": {"type": "object"}}}})
     rows = [{"name": "Blue Widget", "price": "9.99"}]
     assert strip_to_schema(model, {"rows": rows, "scratch": 1}) == {"rows": rows}
+
+
+def test_one_of_null_enum_null_and_nested_arrays() -> None:
+    model = convert(
+        {
+            "type": "object",
+            "$defs": {"Cell": {"$ref": "#/$defs/Text"}, "Text": {"type": "string", "format": "uri"}},
+            "properties": {
+                "note": {"oneOf": [{"type": "null"}, {"type": "string"}]},
+                "level": {"enum": ["low", "high", None]},
+                "grid": {"type": "array", "items": {"type": "array", "items": {"$ref": "#/$defs/Cell"}}},
+            },
+            "required": ["note", "level", "grid"],
+        }
+    )
+    note, level, grid = (model.fields[name].node for name in ("note", "level", "grid"))
+    assert note.kind == "string" and note.nullable
+    assert level.kind == "string" and level.enum == ("low", "high") and level.nullable
+    assert grid.items is not None and grid.items.items is not None and grid.items.items.guard == "url"
+    assert errors(model, {"note": None, "level": None, "grid": [["https://a.example/"], []]}) == []
+    assert errors(model, {"note": None, "level": "mid", "grid": [["/rel"]]}) == [
+        "level must be one of low, high",
+        "grid[0][0] must be an absolute http(s) URL",
+    ]
+
+
+def test_extra_keys_are_allowed_unless_forbidden_and_required_values_are_not_null() -> None:
+    open_model = convert({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]})
+    assert errors(open_model, {"name": "x", "scratch": 1}) == []
+    assert errors(open_model, {"name": None}) == ["name must not be null"]
+    assert errors(open_model, {}) == ["name is required"]
+    closed = convert({"type": "object", "additionalProperties": False, "properties": {"name": {"type": "string"}}})
+    assert errors(closed, {"name": "x", "scratch": 1}) == ["value has unknown key 'scratch'"]
+
+
+def test_uuid_and_format_guards() -> None:
+    model = convert(
+        {
+            "type": "object",
+            "properties": {"recordUuid": {"type": "string"}, "home": {"type": "string", "format": "uri"}},
+        }
+    )
+    assert errors(model, {"recordUuid": "nope", "home": "ftp://x"}) == [
+        "recordUuid must be a UUID",
+        "home must be an absolute http(s) URL",
+    ]
+    assert errors(model, {"recordUuid": "12345678-1234-5678-1234-567812345678", "home": "https://x.example"}) == []
