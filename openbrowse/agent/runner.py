@@ -415,6 +415,7 @@ class AgentRunner:
                 FailureKind.INVALID_OUTPUT
             )
             outcome = not_completed(out_of_steps=out_of_steps, unusable_replies=unusable)
+            outcome = dataclasses.replace(outcome, output=self._structured.failed_output(""))
         await self._completion(outcome.summary, outcome.output)
         return outcome
 
@@ -452,6 +453,7 @@ class AgentRunner:
         return TurnOutcome(
             ending=TurnEnding.ERROR,
             summary=f"Fatal error: {message[:300]}",
+            output=self._structured.failed_output(""),  # what the store gathered, never a success
             is_task_successful=False,
             failure=failure,
             release_browser=True,

@@ -169,7 +169,8 @@ class StructuredOutput:
         return f"{done_text}\n\nRESULT FILE (result.json, written by the agent):\n{content}"
 
     def failed_output(self, done_text: str) -> Any:
-        """What a ``done`` reporting failure leaves as the output: what the store gathered, else the text."""
+        """What an unsuccessful turn (a ``done`` reporting failure, no ``done`` at all, a fatal error) leaves as the
+        output: what the store gathered, else the done text."""
         if self.store is not None and not self.store.is_empty():
             return self.store.final_output()[0]
         return done_text or None

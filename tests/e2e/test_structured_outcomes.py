@@ -134,3 +134,23 @@ async def test_a_judge_call_that_reaches_the_cap_stops_the_review(
     assert [data_of(m)["verdict"] for m in events(feed, "judge", "review")] == ["changes"]
     [dissent] = events(feed, "judge", "dissent")
     assert (data_of(dissent)["verdict"], data_of(dissent)["recorded"]) == ("FAIL", "success")
+
+
+async def test_unusable_replies_with_an_invalid_store_fail_but_keep_what_was_gathered(
+    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
+) -> None:
+    marker = token("UNUSABLE")
+    shop_required = {**PRODUCTS, "required": ["shop", "products"]}
+    fake.script(
+        marker,
+        [navigate(f"{site.url}/"), add_products(BLUE), Fault.malformed("json").forever()],
+        when=lambda r: r.is_agent_step,
+    )
+    session = create(agent_server, task=f"{marker} List the products on {site.url}/", outputSchema=shop_required)
+    finished = wait_until_status(agent_server, session["id"], RESTING, timeout=240)
+    assert finished["status"] == "error" and finished["failureKind"] == "invalid_output"
+    assert finished["isTaskSuccessful"] is False  # §13.7 needs a schema-valid store: "shop" is missing
+    assert finished["output"] == {"shop": None, "products": [BLUE]}
+    feed = messages(agent_server, session["id"])
+    assert not events(feed, "judge", "storeComplete") and not completions(feed)
+    assert feed[-1]["type"] == "browser_action_error" and feed[-1]["summary"].startswith("Fatal error: ")
