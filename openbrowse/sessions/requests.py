@@ -95,12 +95,16 @@ def scaled_budget(settings: Settings, max_cost_usd: float) -> Decimal:
 def follow_up_ceiling(
     settings: Settings, *, sent_max_cost: float | None, spent: Decimal, allowance: Decimal | None
 ) -> tuple[Decimal | None, bool]:
-    """The ceiling for a follow-up dispatch, and whether the stored ceiling changes at all."""
+    """The ceiling for a follow-up dispatch, and whether the stored ceiling changes at all (spec §16.3).
+
+    A ``maxCostUsd`` named by a follow-up binds that dispatch only: the next one without it goes back to the
+    creation allowance on top of what was spent, or to no ceiling when the session was created without one.
+    """
     if sent_max_cost is not None:
         return scaled_budget(settings, sent_max_cost), True
     if allowance is not None:
         return ceil_cents(spent + allowance), True
-    return None, False
+    return None, True
 
 
 def task_text(value: str | None) -> str | None:

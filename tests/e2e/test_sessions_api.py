@@ -266,6 +266,16 @@ async def test_keep_alive_top_up_and_expired_refusal(client: AsyncBrowserUse, ht
     await wait_for_status(client, session["id"], {"error"})
     follow = create(http, sessionId=session["id"], task="t2")
     assert follow["maxCostUsd"] == "1"  # spent 0 + allowance 1
+    await wait_for_status(client, session["id"], {"error"})
+    own = create(http, sessionId=session["id"], task="t3", maxCostUsd=3)
+    assert own["maxCostUsd"] == "1.5"  # an absolute ceiling (scaled like at creation), for this dispatch only
+    await wait_for_status(client, session["id"], {"error"})
+    assert create(http, sessionId=session["id"], task="t4")["maxCostUsd"] == "1"
+    unlimited = create(http, task="u", keepAlive=True)
+    await wait_for_status(client, unlimited["id"], {"error"})
+    assert create(http, sessionId=unlimited["id"], task="u2", maxCostUsd=3)["maxCostUsd"] == "1.5"
+    await wait_for_status(client, unlimited["id"], {"error"})
+    assert create(http, sessionId=unlimited["id"], task="u3")["maxCostUsd"] is None
 
 
 # -- stop and delete ----------------------------------------------------------------------------------------------

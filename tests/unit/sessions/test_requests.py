@@ -38,7 +38,8 @@ def test_follow_up_ceiling() -> None:
         Decimal("1.34"),
         True,
     )
-    assert follow_up_ceiling(s, sent_max_cost=None, spent=Decimal(5), allowance=None) == (None, False)
+    # an earlier follow-up's own ceiling does not carry over to a session created without one
+    assert follow_up_ceiling(s, sent_max_cost=None, spent=Decimal(5), allowance=None) == (None, True)
 
 
 def test_empty_task_counts_as_absent() -> None:
