@@ -154,3 +154,22 @@ async def test_unusable_replies_with_an_invalid_store_fail_but_keep_what_was_gat
     feed = messages(agent_server, session["id"])
     assert not events(feed, "judge", "storeComplete") and not completions(feed)
     assert feed[-1]["type"] == "browser_action_error" and feed[-1]["summary"].startswith("Fatal error: ")
+
+
+async def test_a_failing_review_round_leaves_the_done_standing(agent_server: ServerProcess, fake: FakeProvider) -> None:
+    marker = token("REVIEWFAULT")
+    fake.script(
+        marker, [done("The answer is 41."), Fault.status(400, "bad request").forever()], when=lambda r: r.is_agent_step
+    )
+    fake.script(marker, [verdict(False, "The answer must be 42.")], when=is_review)
+    session = create(agent_server, task=f"{marker} Say the answer.")
+    finished = wait_until_status(agent_server, session["id"], RESTING, timeout=240)
+    assert finished["status"] == "stopped", finished["lastStepSummary"]
+    assert finished["isTaskSuccessful"] is True and finished["failureKind"] is None
+    assert finished["output"] == "The answer is 41."
+    feed = messages(agent_server, session["id"])
+    reviews = [data_of(m) for m in events(feed, "judge", "review")]
+    assert [r["verdict"] for r in reviews] == ["changes", "error"]
+    assert "bad request" in reviews[1]["error"]
+    [dissent] = events(feed, "judge", "dissent")
+    assert (data_of(dissent)["verdict"], data_of(dissent)["recorded"]) == ("FAIL", "success")
