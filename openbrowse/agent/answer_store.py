@@ -86,6 +86,21 @@ class AnswerStore:
         self._written("Loaded the answer given in done.")
         return True
 
+    def restore(self, previous: Any) -> bool:
+        """Start from an earlier run's output (a keep-alive conversation replayed into a fresh browser).
+
+        Only into an empty store, and only what fits the schema now (a changed schema may no longer fit): the
+        values were checked live when that run wrote them, so the evidence guards are not asked again.
+        """
+        if not self.is_empty() or not isinstance(previous, dict):
+            return False
+        output = strip_to_schema(self.model, previous)
+        if errors(self.model, output, partial=True) or all(is_empty(v) for v in output.values()):
+            return False
+        self._content.update(output)
+        self._written("Restored the previous turn's output.")
+        return True
+
     def final_output(self) -> tuple[dict[str, Any], list[str]]:
         """The publishable output (stripped to schema fields) and its validation errors."""
         output = strip_to_schema(self.model, self.content())

@@ -95,6 +95,12 @@ class StructuredOutput:
         register_answer_tools(tools, self.store)
         install_done_gate(tools, self.gate, report)
 
+    def restore(self, previous: Any) -> str | None:
+        """Seed the store with an earlier run's output that still fits; the coverage line when it did."""
+        if self.store is None or not self.store.restore(previous):
+            return None
+        return self.store.coverage()
+
     def new_turn(self) -> None:
         self._turn_started = time.time()
         if self.gate is not None:

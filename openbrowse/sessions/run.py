@@ -46,6 +46,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PREFLIGHT_MAX_TOKENS = 300
+RESTORED_NOTE = (
+    "The output store already holds the answer of the previous turn: update it in place (update_item(s), "
+    "set_field, remove_items) rather than adding those items again."
+)
 
 
 class AgentEngine:
@@ -202,6 +206,8 @@ class AgentEngine:
         self._activity.begin("Setting the goal", ActivityKind.PREPARING)
         if self._turns == 0:
             preamble = await self._cold_preamble(task)
+            if preamble is not None:
+                preamble = await self._restore_output(preamble)
             goal_task = self._goal
             self._goal = None
             goal = await goal_task if goal_task is not None else await self._preflight(task)
@@ -223,6 +229,22 @@ class AgentEngine:
         if self._profile is not None and (await self._sessions.get(self._record.id)).keep_alive:
             await self._profile.checkpoint()  # a parked browser's logins are saved without waiting for release
         return outcome
+
+    async def _restore_output(self, preamble: str) -> str:
+        """A replayed keep-alive conversation goes on from the answer it had, as a warm follow-up would."""
+        assert self._runner is not None
+        coverage = self._runner.structured.restore(self._record.output)
+        if coverage is None:
+            return preamble
+        await self._feed.append(
+            self._record.id,
+            FeedEntry.event(
+                EventCategory.SCHEMA, "restore", f"Output store restored from the previous turn — {coverage}"
+            ),
+        )
+        head, marker, request = preamble.rpartition("\n\nFOLLOW-UP REQUEST:")
+        note = f"\n\n{RESTORED_NOTE} {coverage}"
+        return f"{head}{note}{marker}{request}" if marker else preamble + note
 
     async def _profile_note(self, text: str) -> None:
         await self._feed.append(self._record.id, FeedEntry.system("profile", text))

@@ -173,3 +173,35 @@ async def test_a_failing_review_round_leaves_the_done_standing(agent_server: Ser
     assert "bad request" in reviews[1]["error"]
     [dissent] = events(feed, "judge", "dissent")
     assert (data_of(dissent)["verdict"], data_of(dissent)["recorded"]) == ("FAIL", "success")
+
+
+async def test_a_cold_keep_alive_follow_up_goes_on_from_the_previous_answer(
+    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
+) -> None:
+    marker = token("COLDSTORE")
+    fake.script(
+        marker,
+        [
+            navigate(f"{site.url}/"),
+            agent_step([{"set_field": {"key": "shop", "value": "Fixture Shop"}}, {"add_item": {"item": BLUE}}]),
+            done("One product so far."),
+        ],
+        when=turn(1, later=2),
+    )
+    fake.script(marker, [add_products(RED), done("Both products.")], when=turn(2))
+    session = create(
+        agent_server, task=f"{marker} List the products on {site.url}/", outputSchema=PRODUCTS, keepAlive=True
+    )
+    first = wait_until_status(agent_server, session["id"], RESTING, timeout=240)
+    assert first["status"] == "idle" and first["output"] == {"shop": "Fixture Shop", "products": [BLUE]}
+    cold = create(agent_server, sessionId=session["id"], task="TURN2 Add the red one too.", model="gpt-5.6-luna")
+    assert cold["status"] == "created"  # a changed model releases the browser: a fresh run replays the conversation
+    second = wait_until_status(agent_server, session["id"], RESTING, timeout=240)
+    assert second["isTaskSuccessful"] is True, second["lastStepSummary"]
+    assert second["output"] == {"shop": "Fixture Shop", "products": [BLUE, RED]}
+    [restored] = events(messages(agent_server, session["id"]), "schema", "restore")
+    assert restored["summary"] == (
+        "Output store restored from the previous turn — Coverage — products: 1 item(s); filled on all: name, price."
+    )
+    replayed = next(r for r in fake.requests_matching("TURN2") if r.is_agent_step)
+    assert "The output store already holds the answer of the previous turn" in replayed.text

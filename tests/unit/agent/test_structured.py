@@ -137,3 +137,15 @@ def test_a_list_of_scalars_is_an_answer_array(tmp_path: Path) -> None:
     assert deficiencies(run.store) == ["emails: no items"]
     assert run.store.add_item("a@example.org").endswith("Coverage — emails: 1 item(s).")
     assert deficiencies(run.store) == []
+
+
+def test_restore_takes_only_an_earlier_output_that_still_fits(tmp_path: Path) -> None:
+    run = StructuredOutput(PRODUCTS, tmp_path)
+    assert run.restore({"products": [{"name": "Blue", "price": "free"}]}) is None  # no longer fits the schema
+    assert run.restore("The answer in prose.") is None and run.restore({"products": []}) is None
+    coverage = run.restore({"shop": "S", "products": [{"name": "Blue", "price": 42, "scratch": 1}]})
+    assert coverage == "Coverage — products: 1 item(s); filled on all: name, price; empty on all: releaseDate."
+    assert json.loads((tmp_path / "output.json").read_text())["products"] == [{"name": "Blue", "price": 42}]
+    assert run.restore({"shop": "Other", "products": []}) is None  # only into an empty store
+    assert run.store is not None and run.store.content()["shop"] == "S"
+    assert StructuredOutput(None, tmp_path / "none").restore({"shop": "S"}) is None
