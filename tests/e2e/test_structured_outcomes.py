@@ -203,5 +203,5 @@ async def test_a_cold_keep_alive_follow_up_goes_on_from_the_previous_answer(
     assert restored["summary"] == (
         "Output store restored from the previous turn — Coverage — products: 1 item(s); filled on all: name, price."
     )
-    replayed = next(r for r in fake.requests_matching("TURN2") if r.is_agent_step)
+    replayed = next(r for r in fake.requests_matching(marker) if r.is_agent_step and "TURN2" in r.text)
     assert "The output store already holds the answer of the previous turn" in replayed.text
