@@ -11,6 +11,10 @@ No ``response_format`` and no tools (many compatible servers support neither); t
 prompt and the reply is parsed tolerantly. A 400 that names ``reasoning_effort`` means the model does not take
 it: the request is retried without it, and it stays off for this model instance. Reasoning text that some
 servers return beside the answer (``reasoning_content`` / ``reasoning``) becomes ``thinking``.
+
+With a reply listener installed (agent steps, ``llm.streaming``) the request streams (``stream: true`` with
+``stream_options.include_usage``); the chunks are put back together into one completion that is read exactly
+like a non-streamed one.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from pydantic import BaseModel
 from openbrowse.llm.openai_client import OpenAIProtocolModel
 from openbrowse.llm.openai_common import chat_usage, error_mentions, make_client
 from openbrowse.llm.openai_messages import to_chat_messages
+from openbrowse.llm.openai_streams import streamed_completion
 from openbrowse.llm.params import (
     OPENAI_DEFAULT_BASE_URL,
     OPENAI_DEFAULT_OUTPUT_TOKENS,
@@ -34,6 +39,7 @@ from openbrowse.llm.params import (
     SDK_MAX_RETRIES,
 )
 from openbrowse.llm.parsing import UnusableOutputError, parse_structured, schema_instruction
+from openbrowse.llm.streaming import current_listener
 
 if TYPE_CHECKING:
     from browser_use.llm.messages import BaseMessage
@@ -94,7 +100,11 @@ class ChatCompletionsModel(OpenAIProtocolModel):
             api_key=self.api_key, base_url=self.base_url, timeout_s=self.timeout_s, max_retries=self.max_retries
         )
         async with client:
-            return await client.chat.completions.create(**body)
+            listener = current_listener()
+            if listener is None:
+                return await client.chat.completions.create(**body)
+            stream = await client.chat.completions.create(**body, stream=True, stream_options={"include_usage": True})
+            return await streamed_completion(stream, listener)
 
     async def _create(self, messages: list[BaseMessage], output_format: type[BaseModel] | None) -> Any:
         body = self.request_body(messages, output_format)
