@@ -235,6 +235,8 @@ class CodeDecoder:
     """The script name, once its string is complete."""
     code: str = ""
     """The decoded prefix of the ``code`` argument."""
+    code_started: bool = False
+    """The ``code`` string has begun (a re-run of a saved script has none)."""
     code_complete: bool = False
     _action: Path | None = None
     _name_chars: list[str] = field(default_factory=list)
@@ -269,6 +271,7 @@ class CodeDecoder:
         if self._action is None or len(path) != len(self._action) + 1 or path[:-1] != self._action:
             return
         if path[-1] == "code" and not self.code_complete:
+            self.code_started = True
             self.code += text
         elif path[-1] == "name" and self.name is None:
             self._name_chars.append(text)
@@ -277,6 +280,6 @@ class CodeDecoder:
         if self._action is None or path[:-1] != self._action:
             return
         if path[-1] == "code":
-            self.code_complete = True
+            self.code_started = self.code_complete = True
         elif path[-1] == "name" and self.name is None:
             self.name = "".join(self._name_chars)

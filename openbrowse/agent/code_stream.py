@@ -9,8 +9,9 @@ page is focused again, before any action runs; otherwise the tab stays until the
 (``Running``) and the script ends (``Done``/``Failed``), then closes. A step that ends any other way (the action
 was never reached, the call failed, the step was cancelled) closes it at the step's end.
 
-Feed rows (category ``code``): one ``Writing <file>`` row per script per reply, written once the name is known
-(or the code ends without one); the tool writes ``Running <file>``. The 0.35 s pushes are live-view and SSE
+Feed rows (category ``code``): one ``Writing <file>`` row per script per reply, written once the model has
+begun the code and the name is known (or the reply ends); a re-run of a saved script (no ``code``) writes none.
+The tool writes ``Running <file>``. The 0.35 s pushes are live-view and SSE
 only; a row per push would bury the feed.
 """
 
@@ -140,7 +141,7 @@ class CodeStreamer:
         if self._announced:
             return
         decoder = self._decoder
-        if decoder.name is None and not decoder.code_complete and not final:
+        if not decoder.code_started or (decoder.name is None and not final):
             return
         self._announced = True
         file = script_file(decoder.name)

@@ -176,7 +176,8 @@ def anthropic_events(request: LLMRequest, out: Outcome) -> list[tuple[str | None
             raw = json.dumps(block["input"] if out.parts else out.content, ensure_ascii=False)
             deltas = [{"type": "input_json_delta", "partial_json": ""}]
             deltas += [
-                {"type": "input_json_delta", "partial_json": p} for p in _pieces(_cut(raw) if out.truncated else raw, out.chunk_chars)
+                {"type": "input_json_delta", "partial_json": p}
+                for p in _pieces(_cut(raw) if out.truncated else raw, out.chunk_chars)
             ]
         else:
             head = {"type": "text", "text": "", "citations": None}

@@ -114,3 +114,13 @@ def test_literals_numbers_and_nested_objects_do_not_confuse_the_paths() -> None:
     )
     decoder = decode(chunks(text, 2))
     assert decoder.code == "yes" and decoder.name == "n"
+
+
+def test_a_rerun_without_code_is_found_but_has_no_code() -> None:
+    decoder = decode([reply([{"run_code_file": {"name": "again"}}])])
+    assert decoder.found and decoder.name == "again" and not decoder.code_started
+
+
+def test_an_empty_code_string_counts_as_started_and_complete() -> None:
+    decoder = decode([reply([{"run_code_file": {"name": "e", "code": ""}}])])
+    assert decoder.code_started and decoder.code_complete and decoder.code == ""
