@@ -75,6 +75,8 @@ class ChatCompletionsModel(OpenAIProtocolModel):
     """OpenAI's own reasoning models refuse ``max_tokens``; most compatible servers only know ``max_tokens``."""
     send_reasoning_effort: bool = True
     """Switched off for good once the server rejects ``reasoning_effort``."""
+    stream_usage: bool = True
+    """Streamed calls ask for a usage chunk (``stream_options``); off for good once the server rejects that."""
     provider_name: str = "openai"
 
     _verified_api_keys = True
@@ -103,19 +105,33 @@ class ChatCompletionsModel(OpenAIProtocolModel):
             listener = current_listener()
             if listener is None:
                 return await client.chat.completions.create(**body)
-            stream = await client.chat.completions.create(**body, stream=True, stream_options={"include_usage": True})
+            streaming = {**body, "stream": True}
+            if self.stream_usage:
+                streaming["stream_options"] = {"include_usage": True}
+            stream = await client.chat.completions.create(**streaming)
             return await streamed_completion(stream, listener)
 
-    async def _create(self, messages: list[BaseMessage], output_format: type[BaseModel] | None) -> Any:
-        body = self.request_body(messages, output_format)
-        try:
-            return await self._post(body)
-        except openai.BadRequestError as exc:
-            if "reasoning_effort" not in body or not error_mentions(exc, "reasoning_effort", "reasoning effort"):
-                raise
+    def _drop_refused(self, body: dict[str, Any], exc: openai.BadRequestError) -> bool:
+        """Switch off a parameter the server refused; False if the 400 is about something else."""
+        if "reasoning_effort" in body and error_mentions(exc, "reasoning_effort", "reasoning effort"):
             self.send_reasoning_effort = False
             logger.warning("%s: the server does not accept reasoning_effort; continuing without it", self.model)
-        # retried outside the ``except`` block so a failure of the retry is not chained to the 400
+            return True
+        if current_listener() is not None and self.stream_usage and error_mentions(exc, "stream_options"):
+            self.stream_usage = False
+            logger.warning("%s: the server does not accept stream_options; streaming without usage", self.model)
+            return True
+        return False
+
+    async def _create(self, messages: list[BaseMessage], output_format: type[BaseModel] | None) -> Any:
+        for _ in range(2):
+            body = self.request_body(messages, output_format)
+            try:
+                return await self._post(body)
+            except openai.BadRequestError as exc:
+                if not self._drop_refused(body, exc):
+                    raise
+            # retried outside the ``except`` block so a failure of the retry is not chained to the 400
         return await self._post(self.request_body(messages, output_format))
 
     def _usage(self, response: Any) -> ChatInvokeUsage | None:

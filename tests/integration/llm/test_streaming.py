@@ -130,3 +130,15 @@ async def test_text_calls_without_a_listener_do_not_stream(fake: FakeProvider) -
     model, _ = model_for(fake, "anthropic")
     await model.ainvoke(messages("TOKEN-T"), agent_output_type())
     assert [r.stream for r in fake.requests_matching("TOKEN-T")] == [False]
+
+
+async def test_a_chat_server_that_refuses_stream_options_streams_without_usage(fake: FakeProvider) -> None:
+    step = run_code("x", "print(1)", cards=False)
+    fake.script("TOKEN-SO", [Fault.status(400, "Unrecognized request argument supplied: stream_options"), step])
+    model = without_retries(model_for(fake, "chat")[0])
+    with listening(Recorder()):
+        result = await model.ainvoke(messages("TOKEN-SO"), agent_output_type())
+    assert result.completion.action[0].model_dump(exclude_unset=True)["run_code_file"]["code"] == "print(1)"
+    first, second = fake.requests_matching("TOKEN-SO")
+    assert "stream_options" in (first.body or {}) and "stream_options" not in (second.body or {})
+    assert second.stream
