@@ -114,6 +114,10 @@ class AnthropicChatModel(ChatAnthropic):
                 return await stream.get_final_message()
         except json.JSONDecodeError as exc:
             raise UnusableOutputError("The provider's event stream is not valid JSON.", self.name) from exc
+        except (RuntimeError, AssertionError) as exc:  # the SDK's accumulator: events out of order, no message
+            raise UnusableOutputError(
+                f"The provider's event stream is not an Anthropic Messages stream: {str(exc)[:200]}", self.name
+            ) from exc
         except Exception as exc:
             if not is_transport_error(exc):
                 raise

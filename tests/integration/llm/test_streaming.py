@@ -142,3 +142,17 @@ async def test_a_chat_server_that_refuses_stream_options_streams_without_usage(f
     first, second = fake.requests_matching("TOKEN-SO")
     assert "stream_options" in (first.body or {}) and "stream_options" not in (second.body or {})
     assert second.stream
+
+
+@pytest.mark.parametrize("wire", list(WIRES))
+@pytest.mark.parametrize("mode", ["envelope", "json", "schema"])
+async def test_malformed_streams_are_unusable_output_like_malformed_bodies(
+    fake: FakeProvider, wire: str, mode: str
+) -> None:
+    fake.script("TOKEN-BAD", [Fault.malformed(mode).forever()])  # type: ignore[arg-type]
+    model = without_retries(model_for(fake, wire)[0])
+    with listening(Recorder()), pytest.raises(ModelProviderError) as streamed_error:
+        await model.ainvoke(messages("TOKEN-BAD"), agent_output_type())
+    with pytest.raises(ModelProviderError) as plain_error:
+        await model.ainvoke(messages("TOKEN-BAD"), agent_output_type())
+    assert classify(streamed_error.value).kind is classify(plain_error.value).kind is FailureKind.INVALID_OUTPUT
