@@ -242,6 +242,7 @@ class CodeDecoder:
     _name_chars: list[str] = field(default_factory=list)
     _scanner: JsonScanner | None = None
     _nested: dict[Path, JsonScanner] = field(default_factory=dict)
+    """Scanners of action lists sent as JSON strings, by the path of that string."""
 
     def __post_init__(self) -> None:
         self._scanner = JsonScanner(self)
@@ -249,11 +250,6 @@ class CodeDecoder:
     def feed(self, fragment: str) -> None:
         assert self._scanner is not None
         self._scanner.feed(fragment)
-
-    def restart(self) -> None:
-        """A new reply or content block begins: scan it from scratch, keep what was already decoded."""
-        self._scanner = JsonScanner(self)
-        self._nested.clear()
 
     # -- ScanHandler ---------------------------------------------------------------------------------------------
     def key(self, path: Path) -> None:

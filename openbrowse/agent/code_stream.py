@@ -92,7 +92,7 @@ class CodeStreamer:
         self._tab_failed = False
 
     async def reply_started(self) -> None:
-        self._decoder.restart()
+        self._decoder = CodeDecoder()  # a retry (repair, truncation) is written from scratch
 
     async def reply_text(self, fragment: str) -> None:
         self._decoder.feed(fragment)

@@ -60,7 +60,7 @@ async def _relay(stream: Any, listener: ReplyListener) -> None:
     """Hand the listener each block's text: tool-call arguments (``input_json_delta``) and plain text."""
     async for event in stream:
         kind = getattr(event, "type", None)
-        if kind == "content_block_start":
+        if kind == "message_start":
             await listener.reply_started()
         elif kind == "content_block_delta":
             delta = event.delta

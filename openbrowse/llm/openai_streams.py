@@ -38,7 +38,7 @@ async def streamed_response(stream: Any, listener: ReplyListener, model: str) ->
     try:
         async for event in stream:
             kind = getattr(event, "type", None)
-            if kind == "response.content_part.added":
+            if kind == "response.created":
                 await listener.reply_started()
             elif kind == "response.output_text.delta" and event.delta:
                 await listener.reply_text(event.delta)

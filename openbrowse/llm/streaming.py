@@ -23,7 +23,7 @@ class ReplyListener(Protocol):
     """Receives a streamed reply's text. Both calls are awaited inside the read loop, so keep them short."""
 
     async def reply_started(self) -> None:
-        """A new reply (or a new content block of one) begins: what came before is not part of it."""
+        """A new reply begins (each HTTP response, retries included): what came before is not part of it."""
 
     async def reply_text(self, fragment: str) -> None:
         """The next fragment of the reply's JSON text (a tool call's arguments or the output text)."""

@@ -58,7 +58,7 @@ class Recorder:
 
     async def reply_started(self) -> None:
         self.starts += 1
-        self.decoder.restart()
+        self.decoder = CodeDecoder()
 
     async def reply_text(self, fragment: str) -> None:
         self.fragments.append(fragment)
@@ -156,3 +156,15 @@ async def test_malformed_streams_are_unusable_output_like_malformed_bodies(
     with pytest.raises(ModelProviderError) as plain_error:
         await model.ainvoke(messages("TOKEN-BAD"), agent_output_type())
     assert classify(streamed_error.value).kind is classify(plain_error.value).kind is FailureKind.INVALID_OUTPUT
+
+
+async def test_a_truncated_reply_and_its_retry_are_decoded_separately(fake: FakeProvider) -> None:
+    """Anthropic's truncation retry streams a second reply: the decoder must not append it to the first."""
+    step = run_code("long", SCRIPT, cards=False)
+    fake.script("TOKEN-TR", [Fault.truncated(content=step), structured(step)])
+    model = without_retries(model_for(fake, "anthropic")[0])
+    recorder = Recorder()
+    with listening(recorder):
+        await model.ainvoke(messages("TOKEN-TR"), agent_output_type())
+    assert recorder.starts == 2
+    assert recorder.decoder.code == SCRIPT

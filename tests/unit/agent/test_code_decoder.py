@@ -97,12 +97,12 @@ def test_a_second_run_code_file_does_not_replace_the_first() -> None:
     assert (decoder.name, decoder.code) == ("one", "1")
 
 
-def test_restart_scans_a_new_block_and_keeps_what_was_decoded() -> None:
-    decoder = decode(['{"thinking": "plan", "action": [{"navigate": {"url": "u"}}]}'])
-    assert not decoder.found
-    decoder.restart()
-    decoder.feed('{"action": [{"run_code_file": {"name": "b", "code": "x = 1"}}]}')
-    assert decoder.found and decoder.code == "x = 1"
+def test_concatenated_objects_are_scanned_one_after_the_other() -> None:
+    """Split tool calls: one JSON object per block, the script in the second."""
+    decoder = decode(['{"thinking": "plan", "action": [{"navigate": {"url": "u"}}]}', '{"action": [{"run_code_file"'])
+    assert decoder.found
+    decoder.feed(': {"name": "b", "code": "x = 1"}}]}')
+    assert decoder.code == "x = 1"
 
 
 def test_literals_numbers_and_nested_objects_do_not_confuse_the_paths() -> None:
