@@ -78,10 +78,6 @@ class CodeStreamer:
         self._announced = False
         self._tab_failed = False
 
-    @property
-    def tab_open(self) -> bool:
-        return self._tab is not None and self._tab.is_open
-
     # -- one agent call ----------------------------------------------------------------------------------------
     def begin_reply(self) -> None:
         """A new agent call starts (the tab of an earlier one is closed by then)."""

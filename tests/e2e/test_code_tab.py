@@ -237,6 +237,7 @@ async def test_the_live_view_shows_the_code_tab_while_the_script_is_written_and_
     ran = next(r for r in fake.requests_matching(marker) if r.is_agent_step and "released" in r.text)
     assert ran.stream
     assert "Ran scripts/wait_release.py.\nOutput:\nreleased \u2713" in ran.text
+    assert "/codeview" not in ran.text  # the next step's browser state never lists the code tab
 
 
 async def test_a_streamed_reply_without_a_script_opens_no_tab_and_does_not_stall(
