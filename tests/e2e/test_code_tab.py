@@ -284,8 +284,12 @@ def get_status(server: ServerProcess, session_id: str) -> str:
 
 
 def test_public_only_does_not_block_the_code_tab(start_server: StartServer, fake: FakeProvider) -> None:
-    """The policy refuses loopback to the agent, but the service's own code tab still loads (spec §19.2)."""
-    server = start_server(**fake.env(), NETWORK_POLICY="public-only", MAX_CONCURRENT_SESSIONS="1")
+    """The policy refuses loopback to the agent, but the service's own code tab still loads (spec §19.2).
+
+    This server speaks Chat Completions to the fake, so the third wire format streams a script end to end too."""
+    server = start_server(
+        **fake.env(), NETWORK_POLICY="public-only", MAX_CONCURRENT_SESSIONS="1", OPENAI_API_STYLE="chat"
+    )
     marker = token("POLICYCODE")
     code = PADDING + "print('policy ok')\n"
     fake.script(
@@ -303,4 +307,5 @@ def test_public_only_does_not_block_the_code_tab(start_server: StartServer, fake
     finished = wait_until_status(server, session["id"], {"stopped", "error"})
     assert finished["status"] == "stopped" and finished["isTaskSuccessful"] is True, finished
     ran = next(r for r in fake.requests_matching(marker) if r.is_agent_step and "policy ok" in r.text)
+    assert ran.api == "chat" and ran.stream
     assert "Ran scripts/policy.py.\nOutput:\npolicy ok" in ran.text
