@@ -16,7 +16,7 @@ from openbrowse.api.dashboard import install_dashboard
 from openbrowse.api.errors import install_error_handlers
 from openbrowse.api.openapi_docs import GUARDED, finish_openapi
 from openbrowse.api.origin_guard import BrowserGuard, OriginPolicy
-from openbrowse.api.routes import browsers, events, health, live, profiles, sessions
+from openbrowse.api.routes import browsers, codeview, events, health, live, profiles, sessions
 from openbrowse.bootstrap import empty_temp_dir, prepare_process_environment
 from openbrowse.config import Settings
 from openbrowse.domain.sessions import SessionRecord
@@ -138,6 +138,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router, responses=GUARDED)
     app.include_router(v3, responses=GUARDED)
     app.include_router(live.router, responses=GUARDED)
+    app.include_router(codeview.router, responses=GUARDED)
     install_dashboard(app, models=sorted(MODELS), efforts=EFFORTS)
     finish_openapi(app)
     return app

@@ -188,6 +188,18 @@ class Settings(BaseSettings):
         return _comma_list(self.CORS_ORIGINS)
 
     @property
+    def codeview_url(self) -> str | None:
+        """Where a session's Chromium reaches this server's code tab (spec §11.3); None on an ephemeral port."""
+        if self.PORT == 0:
+            return None
+        host = self.HOST
+        if host in ("", "0.0.0.0", "::") or (is_loopback(host) and host != "::1"):
+            host = "127.0.0.1"
+        elif ":" in host:
+            host = f"[{host}]"
+        return f"http://{host}:{self.PORT}/codeview"
+
+    @property
     def dashboard_password(self) -> str | None:
         return self.DASHBOARD_PASSWORD or self.API_KEY
 

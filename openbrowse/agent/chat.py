@@ -4,6 +4,8 @@
 swaps in the card-carrying subclass, appends the periodic ``GOAL:`` reminder, repairs unusable replies
 (``repair``: at most two corrective retries per step), and tells its observer what came
 back (reasoning text, duration) or what failed, so the turn can surface persistent provider faults quickly.
+With a :class:`~openbrowse.agent.code_stream.CodeStreamer`, agent calls stream and the streamer watches the reply
+for a ``run_code_file`` action (spec §11.3); the streamer learns the parsed reply before browser-use runs it.
 Every other call (compaction, extraction, judge) passes through untouched.
 """
 
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from browser_use.llm.base import BaseChatModel
 from browser_use.llm.messages import BaseMessage, UserMessage
@@ -21,6 +23,10 @@ from pydantic import BaseModel
 from openbrowse.agent.cards import with_cards
 from openbrowse.agent.repair import invoke_with_repair
 from openbrowse.domain.activity import NO_ACTIVITY, ActivityKind, ActivityReporter
+from openbrowse.llm.streaming import listening
+
+if TYPE_CHECKING:
+    from openbrowse.agent.code_stream import CodeStreamer
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -59,10 +65,17 @@ class AgentChatModel(BaseChatModel):
 
     _verified_api_keys = True
 
-    def __init__(self, inner: BaseChatModel, log: AgentCallLog, activity: ActivityReporter = NO_ACTIVITY) -> None:
+    def __init__(
+        self,
+        inner: BaseChatModel,
+        log: AgentCallLog,
+        activity: ActivityReporter = NO_ACTIVITY,
+        code: CodeStreamer | None = None,
+    ) -> None:
         self._inner = inner
         self.log = log
         self._activity = activity
+        self._code = code
         self.model = inner.model
 
     @property
@@ -97,13 +110,23 @@ class AgentChatModel(BaseChatModel):
             messages = [*messages, UserMessage(content=reminder)]
         started = time.monotonic()
         self._activity.begin("Reasoning", ActivityKind.REASONING, step=self.log.step)
+        code = self._code
+        if code is not None:
+            code.begin_reply()
         try:
-            result = await invoke_with_repair(self._inner, messages, with_cards(output_format), **kwargs)
-        except Exception as exc:
+            with listening(code):
+                result = await invoke_with_repair(self._inner, messages, with_cards(output_format), **kwargs)
+        except BaseException as exc:
+            if code is not None:
+                await code.reply_failed()
+            if not isinstance(exc, Exception):
+                raise
             self.log.consecutive_errors += 1
             self.log.last_error = exc
             self.log.calls.append(CallRecord(duration=time.monotonic() - started, error=exc))
             raise
+        if code is not None:
+            await code.reply_finished(result.completion)
         self.log.consecutive_errors = 0
         self.log.last_error = None
         self.log.calls.append(CallRecord(duration=time.monotonic() - started, thinking=result.thinking))

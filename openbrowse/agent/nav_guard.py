@@ -7,6 +7,9 @@ answers: continue if the URL passes :class:`NetworkRules`, else fail it with ``B
 shows as ``ERR_BLOCKED_BY_CLIENT``. If this connection drops, Chromium lets requests through again (the
 ``Fetch`` domain belongs to the connection), so the guard is fail-open on its own death; it logs that loudly.
 
+The service's own code tab (``/codeview`` on this server's loopback address) is exempt by its exact URL: a
+static page with no data, which the agent layer opens, never the agent.
+
 Limitation: Chromium resolves names itself, so a DNS answer that changes between this check and Chromium's
 connect is not caught here (``http_fetch`` pins the checked address; the browser cannot).
 """
@@ -35,9 +38,10 @@ _CHECKED_SCHEMES = {"http": "http", "https": "https", "ws": "http", "wss": "http
 class NavigationGuard:
     """Owns one CDP connection and the task answering ``Fetch.requestPaused``; close with :meth:`aclose`."""
 
-    def __init__(self, connection: ClientConnection, rules: NetworkRules) -> None:
+    def __init__(self, connection: ClientConnection, rules: NetworkRules, exempt: frozenset[str] = frozenset()) -> None:
         self._connection = connection
         self._rules = rules
+        self._exempt = exempt
         self._ids = iter(range(1, 1 << 62))
         self._decisions: dict[str, tuple[float, str | None]] = {}
         self._pending: set[asyncio.Task[None]] = set()
@@ -45,11 +49,12 @@ class NavigationGuard:
         self.refused: list[tuple[str, str]] = []
 
     @classmethod
-    async def start(cls, cdp_url: str, rules: NetworkRules) -> NavigationGuard:
+    async def start(cls, cdp_url: str, rules: NetworkRules, exempt: frozenset[str] = frozenset()) -> NavigationGuard:
+        """``exempt``: exact URLs that always pass (our own code tab on loopback, spec §11.3)."""
         async with httpx.AsyncClient(trust_env=False, timeout=10) as client:
             version = (await client.get(f"{cdp_url.rstrip('/')}/json/version")).json()
         connection = await websockets.connect(version["webSocketDebuggerUrl"], max_size=None, open_timeout=10)
-        guard = cls(connection, rules)
+        guard = cls(connection, rules, exempt)
         await guard._send("Fetch.enable", {"patterns": [{"urlPattern": "*", "requestStage": "Request"}]})
         guard._reader = asyncio.create_task(guard._read(), name="navigation-guard")
         return guard
@@ -94,6 +99,8 @@ class NavigationGuard:
                 await self._send("Fetch.failRequest", {"requestId": request_id, "errorReason": "BlockedByClient"})
 
     async def _refusal(self, url: str) -> str | None:
+        if url in self._exempt:
+            return None
         scheme, sep, rest = url.partition("://")
         checked = _CHECKED_SCHEMES.get(scheme.lower())
         if not sep or checked is None:

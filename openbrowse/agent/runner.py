@@ -24,6 +24,7 @@ from openbrowse.agent import census
 from openbrowse.agent.budget import TurnSpend, over_budget
 from openbrowse.agent.capsolver import CapSolverSettings
 from openbrowse.agent.chat import AgentCallLog, AgentChatModel
+from openbrowse.agent.code_stream import CodeStreamer
 from openbrowse.agent.lean_state import LeanState
 from openbrowse.agent.netpolicy import NetworkRules
 from openbrowse.agent.outcome import (
@@ -90,6 +91,8 @@ class RunSpec:
     system_prompt_extension: str | None = None
     network: NetworkRules = field(default_factory=NetworkRules)
     captcha: CapSolverSettings | None = None
+    codeview_url: str | None = None
+    """This server's code tab page (spec §11.3); None shows code in the activity stream and feed only."""
 
     @property
     def captcha_solver(self) -> bool:
@@ -136,7 +139,8 @@ class AgentRunner:
         self._browser = browser_session
         self._log = AgentCallLog()
         self._activity = activity
-        self._llm = AgentChatModel(llm, self._log, activity)
+        self._code = CodeStreamer(browser_session, spec.codeview_url, activity, self._code_write_event)
+        self._llm = AgentChatModel(llm, self._log, activity, self._code)
         self._sink = sink
         self._callbacks = callbacks
         self._clipboard = Clipboard()
@@ -169,6 +173,9 @@ class AgentRunner:
 
     async def _event(self, category: EventCategory, action: str, summary: str, **data: Any) -> None:
         await self._sink.append(self._spec.session_id, FeedEntry.event(category, action, summary, **data))
+
+    async def _code_write_event(self, summary: str, file: str) -> None:
+        await self._event(EventCategory.CODE, "write", summary, file=file)
 
     # -- a turn ------------------------------------------------------------------------------------------------
     async def run_turn(self, task: str, *, goal: str, preamble: str | None = None) -> TurnOutcome:
@@ -238,6 +245,7 @@ class AgentRunner:
                 captcha_solver=self._spec.captcha_solver,
                 captcha=self._captcha,
                 store=self._structured.store,
+                code_view=self._code,
             ),
             before_guard=[lambda registry: self._structured.register(registry, self._gate_event)],
         )
@@ -277,6 +285,7 @@ class AgentRunner:
         self._step_version_at_start = self._structured.version
         self._log.step = agent.state.n_steps
         self._activity.begin("Preparing next step", ActivityKind.PREPARING, step=agent.state.n_steps)
+        await self._code.close()  # a tab left by an interrupted step never becomes the page a step looks at
         await self._lean.before_step(self._browser)
         if self._log.reminder_due():
             completed_steps = agent.state.n_steps - 1
@@ -285,6 +294,7 @@ class AgentRunner:
             )
 
     async def _on_step_end(self, agent: Agent[Any, Any]) -> None:
+        await self._code.close()  # the script's action was never reached, or the guard refused it
         self._lean.discard(self._browser)
         summary = await self._record_step(agent)
         await self._capture_start_url()

@@ -35,6 +35,7 @@ from openbrowse.llm.anthropic_repair import repair_content
 from openbrowse.llm.metering import attach_usage, sum_usage
 from openbrowse.llm.params import ANTHROPIC_TRUNCATION_RETRY_MAX_TOKENS, ANTHROPIC_TRUNCATION_RETRY_TIMEOUT_S
 from openbrowse.llm.parsing import UnusableOutputError
+from openbrowse.llm.streaming import ReplyListener, current_listener, is_timeout, is_transport_error, stream_request
 from openbrowse.llm.tls import shared_ssl_context
 
 if TYPE_CHECKING:
@@ -53,6 +54,29 @@ def _total(usages: list[ChatInvokeUsage]) -> ChatInvokeUsage | None:
     for usage in usages:
         total = sum_usage(total, usage)
     return total
+
+
+async def _relay(stream: Any, listener: ReplyListener) -> None:
+    """Hand the listener each block's text: tool-call arguments (``input_json_delta``) and plain text."""
+    async for event in stream:
+        kind = getattr(event, "type", None)
+        if kind == "message_start":
+            await listener.reply_started()
+        elif kind == "content_block_delta":
+            delta = event.delta
+            fragment = getattr(delta, "partial_json", None) if delta.type == "input_json_delta" else None
+            if delta.type == "text_delta":
+                fragment = delta.text
+            if fragment:
+                await listener.reply_text(fragment)
+
+
+def _connection_error(exc: Exception) -> anthropic.APIConnectionError:
+    """A stream cut mid-way, as the SDK reports a failed request (so classification and mapping are the same)."""
+    request = stream_request(exc)
+    if is_timeout(exc):
+        return anthropic.APITimeoutError(request=request)
+    return anthropic.APIConnectionError(message=str(exc) or type(exc).__name__, request=request)
 
 
 @dataclass
@@ -79,13 +103,25 @@ class AnthropicChatModel(ChatAnthropic):
             raise UnusableOutputError("The provider's response body is not valid JSON.", self.name) from exc
 
     async def _stream(self, client: Any, params: dict[str, Any], betas: list[str] | None) -> Any:
+        """Stream the request; a listener (``llm.streaming``) sees the reply's text as it arrives."""
         api = client.beta.messages if betas is not None else client.messages
         extra = {"betas": betas} if betas is not None else {}
+        listener = current_listener()
         try:
             async with api.stream(**params, **extra) as stream:
+                if listener is not None:
+                    await _relay(stream, listener)
                 return await stream.get_final_message()
         except json.JSONDecodeError as exc:
             raise UnusableOutputError("The provider's event stream is not valid JSON.", self.name) from exc
+        except (RuntimeError, AssertionError) as exc:  # the SDK's accumulator: events out of order, no message
+            raise UnusableOutputError(
+                f"The provider's event stream is not an Anthropic Messages stream: {str(exc)[:200]}", self.name
+            ) from exc
+        except Exception as exc:
+            if not is_transport_error(exc):
+                raise
+            raise _connection_error(exc) from exc
 
     def _checked(self, response: Any) -> Any:
         """Record the usage of a Messages reply; refuse a body that is not one (browser-use would crash on it)."""
@@ -114,7 +150,8 @@ class AnthropicChatModel(ChatAnthropic):
         if structured and isinstance(params.get("tool_choice"), dict):
             params["tool_choice"] = {**params["tool_choice"], "disable_parallel_tool_use": True}
         async with self.get_client() as client:
-            response = self._checked(await self._send(client, params, betas))
+            first = self._stream if current_listener() is not None else self._send
+            response = self._checked(await first(client, params, betas))
             if structured and getattr(response, "stop_reason", None) == "max_tokens":
                 logger.warning(
                     "%s: reply truncated at max_tokens=%s; retrying once, streaming, with max_tokens=%s",

@@ -11,6 +11,10 @@ No ``response_format`` and no tools (many compatible servers support neither); t
 prompt and the reply is parsed tolerantly. A 400 that names ``reasoning_effort`` means the model does not take
 it: the request is retried without it, and it stays off for this model instance. Reasoning text that some
 servers return beside the answer (``reasoning_content`` / ``reasoning``) becomes ``thinking``.
+
+With a reply listener installed (agent steps, ``llm.streaming``) the request streams (``stream: true`` with
+``stream_options.include_usage``); the chunks are put back together into one completion that is read exactly
+like a non-streamed one.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from pydantic import BaseModel
 from openbrowse.llm.openai_client import OpenAIProtocolModel
 from openbrowse.llm.openai_common import chat_usage, error_mentions, make_client
 from openbrowse.llm.openai_messages import to_chat_messages
+from openbrowse.llm.openai_streams import streamed_completion
 from openbrowse.llm.params import (
     OPENAI_DEFAULT_BASE_URL,
     OPENAI_DEFAULT_OUTPUT_TOKENS,
@@ -34,6 +39,7 @@ from openbrowse.llm.params import (
     SDK_MAX_RETRIES,
 )
 from openbrowse.llm.parsing import UnusableOutputError, parse_structured, schema_instruction
+from openbrowse.llm.streaming import current_listener
 
 if TYPE_CHECKING:
     from browser_use.llm.messages import BaseMessage
@@ -69,6 +75,8 @@ class ChatCompletionsModel(OpenAIProtocolModel):
     """OpenAI's own reasoning models refuse ``max_tokens``; most compatible servers only know ``max_tokens``."""
     send_reasoning_effort: bool = True
     """Switched off for good once the server rejects ``reasoning_effort``."""
+    stream_usage: bool = True
+    """Streamed calls ask for a usage chunk (``stream_options``); off for good once the server rejects that."""
     provider_name: str = "openai"
 
     _verified_api_keys = True
@@ -94,18 +102,36 @@ class ChatCompletionsModel(OpenAIProtocolModel):
             api_key=self.api_key, base_url=self.base_url, timeout_s=self.timeout_s, max_retries=self.max_retries
         )
         async with client:
-            return await client.chat.completions.create(**body)
+            listener = current_listener()
+            if listener is None:
+                return await client.chat.completions.create(**body)
+            streaming = {**body, "stream": True}
+            if self.stream_usage:
+                streaming["stream_options"] = {"include_usage": True}
+            stream = await client.chat.completions.create(**streaming)
+            return await streamed_completion(stream, listener)
 
-    async def _create(self, messages: list[BaseMessage], output_format: type[BaseModel] | None) -> Any:
-        body = self.request_body(messages, output_format)
-        try:
-            return await self._post(body)
-        except openai.BadRequestError as exc:
-            if "reasoning_effort" not in body or not error_mentions(exc, "reasoning_effort", "reasoning effort"):
-                raise
+    def _drop_refused(self, body: dict[str, Any], exc: openai.BadRequestError) -> bool:
+        """Switch off a parameter the server refused; False if the 400 is about something else."""
+        if "reasoning_effort" in body and error_mentions(exc, "reasoning_effort", "reasoning effort"):
             self.send_reasoning_effort = False
             logger.warning("%s: the server does not accept reasoning_effort; continuing without it", self.model)
-        # retried outside the ``except`` block so a failure of the retry is not chained to the 400
+            return True
+        if current_listener() is not None and self.stream_usage and error_mentions(exc, "stream_options"):
+            self.stream_usage = False
+            logger.warning("%s: the server does not accept stream_options; streaming without usage", self.model)
+            return True
+        return False
+
+    async def _create(self, messages: list[BaseMessage], output_format: type[BaseModel] | None) -> Any:
+        for _ in range(2):
+            body = self.request_body(messages, output_format)
+            try:
+                return await self._post(body)
+            except openai.BadRequestError as exc:
+                if not self._drop_refused(body, exc):
+                    raise
+            # retried outside the ``except`` block so a failure of the retry is not chained to the 400
         return await self._post(self.request_body(messages, output_format))
 
     def _usage(self, response: Any) -> ChatInvokeUsage | None:

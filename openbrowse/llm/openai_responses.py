@@ -13,6 +13,9 @@ tolerantly (``parsing.parse_structured``). If the organisation may not receive r
 naming ``summary``), the request is retried without ``summary`` and summaries stay off for the rest of this
 model instance. ``status: incomplete`` with reason ``max_output_tokens`` raises browser-use's
 ``ModelOutputTruncatedError`` (for plain-text calls only when no text came back at all).
+
+With a reply listener installed (agent steps, ``llm.streaming``) the same body is sent with ``stream: true``;
+the final ``response`` object of the stream's last event is read exactly like a non-streamed reply.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from pydantic import BaseModel
 from openbrowse.llm.openai_client import OpenAIProtocolModel
 from openbrowse.llm.openai_common import error_mentions, make_client, responses_usage
 from openbrowse.llm.openai_messages import to_responses_input
+from openbrowse.llm.openai_streams import streamed_response
 from openbrowse.llm.params import (
     OPENAI_DEFAULT_BASE_URL,
     OPENAI_DEFAULT_OUTPUT_TOKENS,
@@ -36,6 +40,7 @@ from openbrowse.llm.params import (
     SDK_MAX_RETRIES,
 )
 from openbrowse.llm.parsing import UnusableOutputError, parse_structured, schema_instruction
+from openbrowse.llm.streaming import current_listener
 
 if TYPE_CHECKING:
     from browser_use.llm.messages import BaseMessage
@@ -138,7 +143,10 @@ class ResponsesChatModel(OpenAIProtocolModel):
             api_key=self.api_key, base_url=self.base_url, timeout_s=self.timeout_s, max_retries=self.max_retries
         )
         async with client:
-            return await client.responses.create(**body)
+            listener = current_listener()
+            if listener is None:
+                return await client.responses.create(**body)
+            return await streamed_response(await client.responses.create(**body, stream=True), listener, self.model)
 
     async def _create(self, messages: list[BaseMessage], output_format: type[BaseModel] | None) -> Any:
         body = self.request_body(messages, output_format)

@@ -163,7 +163,9 @@ class AgentEngine:
                     self._profiles, self._record.profile_id, self._files, self._slot.cdp_ws_url, self._profile_note
                 )
             if self._network.guards_navigation:
-                self._nav_guard = await NavigationGuard.start(self._slot.cdp_url, self._network)
+                codeview = self._settings.codeview_url
+                exempt = frozenset({codeview}) if codeview else frozenset()
+                self._nav_guard = await NavigationGuard.start(self._slot.cdp_url, self._network, exempt)
             with temp_dir_inside(self._files):
                 self._browser = BrowserSession(
                     cdp_url=self._slot.cdp_url,
@@ -182,6 +184,7 @@ class AgentEngine:
                     system_prompt_extension=self._record.system_prompt_extension,
                     captcha=self._captcha_settings(),
                     network=self._network,
+                    codeview_url=self._settings.codeview_url,
                 ),
                 self._browser,
                 self._agent_llm,

@@ -354,7 +354,13 @@ def test_run_code_file_scripts_work_inside_cross_origin_frames_and_keep_their_na
     assert "No saved script missing.py; pass code to create it." in requests[4].text
     feed = messages(agent_server, sid)
     code_events = [m["summary"] for m in feed if m["type"] == "event" and data_of(m)["category"] == "code"]
-    assert code_events == ["Running collect.py", "Running more.py", "Running collect.py"]
+    assert code_events == [
+        "Writing collect.py",
+        "Running collect.py",
+        "Writing more.py",
+        "Running more.py",
+        "Running collect.py",
+    ]
 
 
 def test_read_pages_detects_shell_reads_and_rereads_them_inside_the_panel(

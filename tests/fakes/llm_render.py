@@ -46,6 +46,7 @@ class Outcome:
     truncated: bool = False
     ids: dict[str, str] = field(default_factory=dict)
     parts: tuple[dict[str, Any], ...] = ()
+    chunk_chars: int | None = None
 
     @property
     def text(self) -> str:
@@ -67,8 +68,8 @@ def _cut_dict(value: dict[str, Any]) -> dict[str, Any]:
     return {k: value[k] for k in keys[: len(keys) // 2]}
 
 
-def _pieces(value: str) -> list[str]:
-    size = max(16, len(value) // 32 + 1)
+def _pieces(value: str, chars: int | None = None) -> list[str]:
+    size = chars or max(16, len(value) // 32 + 1)
     return [value[i : i + size] for i in range(0, len(value), size)] or [""]
 
 
@@ -92,6 +93,7 @@ def outcome_for(request: LLMRequest, reply: Reply) -> Outcome:
         thinking=reply.thinking,
         tool=tool if reply.kind == "structured" else None,
         parts=reply.parts,
+        chunk_chars=reply.chunk_chars,
     )
 
 
@@ -174,11 +176,12 @@ def anthropic_events(request: LLMRequest, out: Outcome) -> list[tuple[str | None
             raw = json.dumps(block["input"] if out.parts else out.content, ensure_ascii=False)
             deltas = [{"type": "input_json_delta", "partial_json": ""}]
             deltas += [
-                {"type": "input_json_delta", "partial_json": p} for p in _pieces(_cut(raw) if out.truncated else raw)
+                {"type": "input_json_delta", "partial_json": p}
+                for p in _pieces(_cut(raw) if out.truncated else raw, out.chunk_chars)
             ]
         else:
             head = {"type": "text", "text": "", "citations": None}
-            deltas = [{"type": "text_delta", "text": p} for p in _pieces(block["text"])]
+            deltas = [{"type": "text_delta", "text": p} for p in _pieces(block["text"], out.chunk_chars)]
         events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": head}))
         events += [("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d}) for d in deltas]
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
@@ -296,7 +299,8 @@ def responses_events(request: LLMRequest, out: Outcome) -> list[tuple[str | None
             at = {**where, "content_index": 0}
             raw.append({"type": "response.content_part.added", **at, "part": {**part, "text": ""}})
             raw += [
-                {"type": "response.output_text.delta", **at, "delta": p, "logprobs": []} for p in _pieces(part["text"])
+                {"type": "response.output_text.delta", **at, "delta": p, "logprobs": []}
+                for p in _pieces(part["text"], out.chunk_chars)
             ]
             raw.append({"type": "response.output_text.done", **at, "text": part["text"], "logprobs": []})
             raw.append({"type": "response.content_part.done", **at, "part": part})
@@ -359,7 +363,7 @@ def chat_events(request: LLMRequest, out: Outcome) -> list[tuple[str | None, Any
 
     content = _cut(out.text) if out.truncated else out.text
     events: list[tuple[str | None, Any]] = [(None, chunk({"role": "assistant", "content": "", "refusal": None}))]
-    events += [(None, chunk({"content": p})) for p in _pieces(content)]
+    events += [(None, chunk({"content": p})) for p in _pieces(content, out.chunk_chars)]
     events.append((None, chunk({}, "length" if out.truncated else "stop")))
     if include_usage:
         events.append((None, {**base, "choices": [], "usage": _chat_usage(out.usage)}))

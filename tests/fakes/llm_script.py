@@ -109,6 +109,9 @@ class Reply:
     parts: tuple[dict[str, Any], ...] = ()
     """A structured reply split over several parts: Anthropic gets one ``tool_use`` block per part (parallel
     tool calls), OpenAI one JSON object per part in the text. ``content`` is then only used for usage."""
+    chunk_chars: int | None = None
+    """Streamed replies: characters of reply text per event (default: the text in about 32 events). With
+    ``chunk_delay`` this paces a reply, e.g. so a test can watch code being written."""
 
     @property
     def kind(self) -> Literal["structured", "text"]:
@@ -210,6 +213,7 @@ def reply(
     thinking: str | None = None,
     tool: str | None = None,
     chunk_delay: float = 0.0,
+    chunk_chars: int | None = None,
     gate: Gate | None = None,
     times: int = 1,
 ) -> Reply:
@@ -223,6 +227,7 @@ def reply(
         gate=gate,
         times=times,
         parts=parts,
+        chunk_chars=chunk_chars,
     )
 
 
@@ -290,6 +295,21 @@ def done(
         params["text"] = answer
     step_options.setdefault("next", "Finish the task.")
     return agent_step({"done": params}, **step_options)
+
+
+def run_code(name: str, code: str | None = None, **step_options: Any) -> dict[str, Any]:
+    """An agent step whose only action is ``run_code_file(name, code)``."""
+    params: dict[str, Any] = {"name": name}
+    if code is not None:
+        params["code"] = code
+    step_options.setdefault("next", f"Run the script {name}.")
+    return agent_step({"run_code_file": params}, **step_options)
+
+
+def streamed(content: Mapping[str, Any], *, chunk_delay: float, chunk_chars: int = 24, **options: Any) -> Reply:
+    """A structured reply that, when the request streams, arrives ``chunk_chars`` characters every
+    ``chunk_delay`` seconds (all three wire formats)."""
+    return reply(dict(content), chunk_delay=chunk_delay, chunk_chars=chunk_chars, **options)
 
 
 def click_on(needle: str, **step_options: Any) -> Callable[[LLMRequest], dict[str, Any]]:

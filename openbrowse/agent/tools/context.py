@@ -16,6 +16,7 @@ from openbrowse.domain.ids import SessionId
 
 if TYPE_CHECKING:
     from openbrowse.agent.answer_store import AnswerStore
+    from openbrowse.agent.code_stream import CodeStreamer
 
 if TYPE_CHECKING:
     from openbrowse.agent.tools.solve_captcha import CaptchaSolver
@@ -36,6 +37,8 @@ class ToolContext:
     """The answer store when the output schema converts: ``run_code_file`` scripts write to it too."""
     active_sessions: Callable[[], int] = active_runs
     """How many sessions run on this host now (read_pages paces its tabs only under real contention)."""
+    code_view: CodeStreamer | None = None
+    """Code streaming (spec §11.3): ``run_code_file`` reports ``Running`` and the script's end to it."""
 
     async def event(self, category: EventCategory, action: str, summary: str, **data: Any) -> None:
         await self.sink.append(self.session_id, FeedEntry.event(category, action, summary, **data))

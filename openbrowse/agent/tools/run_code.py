@@ -135,7 +135,15 @@ async def run_code_file(ctx: ToolContext, sandbox: Sandbox, browser: BrowserSess
     before = _snapshot(ctx.files_dir)
     sandbox.stdout.seek(0)
     sandbox.stdout.truncate()
-    error = await execute(sandbox, source, str(path), TIMEOUTS.sandbox_script)
+    view = ctx.code_view
+    if view is not None:
+        await view.running(params.name, source)
+    error: str | None = "the script was interrupted"
+    try:
+        error = await execute(sandbox, source, str(path), TIMEOUTS.sandbox_script)
+    finally:
+        if view is not None:
+            await view.finished(params.name, source, failed=error is not None)
     output = sandbox.stdout.getvalue()
     after = _snapshot(ctx.files_dir)
     saved = sorted(name for name, mtime in after.items() if before.get(name) != mtime)
