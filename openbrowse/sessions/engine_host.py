@@ -25,6 +25,7 @@ from openbrowse.domain.ids import SessionId
 from openbrowse.domain.runs import Salvage, TurnOutcome
 from openbrowse.domain.sessions import SessionRecord
 from openbrowse.errors import ProcessDied
+from openbrowse.memory import trim_malloc
 from openbrowse.profiles.jar import Jar
 from openbrowse.profiles.service import MergeReport, ProfileService
 from openbrowse.sessions.loop_thread import LoopThread, post_to, run_on
@@ -216,6 +217,7 @@ class HostedEngine:
             await asyncio.shield(self._thread.run(self._inner.close))
         finally:
             await asyncio.shield(self._thread.aclose())
+            await asyncio.shield(asyncio.to_thread(trim_malloc))  # the run's memory goes back to the kernel
 
 
 async def _built(build: EngineBuilder, home: HomeLoop) -> Engine:

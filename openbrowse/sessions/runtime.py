@@ -19,6 +19,7 @@ from openbrowse.domain.ids import SessionId
 from openbrowse.domain.runs import Salvage, TurnOutcome
 from openbrowse.domain.sessions import SessionRecord
 from openbrowse.errors import ProcessDied
+from openbrowse.llm.factory import provider_modules
 from openbrowse.llm.tls import share_httpx_default_context
 from openbrowse.profiles.service import ProfileService
 from openbrowse.sessions.activity import ActivityBoard
@@ -157,7 +158,7 @@ class EngineLoader:
         self._loading: asyncio.Task[Any] | None = None
 
     async def __aenter__(self) -> EngineLoader:
-        self._loading = asyncio.create_task(_import_engine(), name="engine-import")
+        self._loading = asyncio.create_task(_import_engine(self._settings), name="engine-import")
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -173,9 +174,19 @@ class EngineLoader:
         assert self._loading is not None, "EngineLoader was not entered"
         module = await asyncio.shield(self._loading)
         profiles = self._profiles
+        if not self._settings.ENGINE_THREADS:
+            engine: Engine = module.AgentEngine(
+                self._settings,
+                record,
+                self._sessions,
+                self._feed,
+                activity=self._activity.reporter(record.id),
+                profiles=profiles,
+            )
+            return engine
 
         def build(home: HomeLoop) -> Engine:
-            engine: Engine = module.AgentEngine(
+            hosted: Engine = module.AgentEngine(
                 self._settings,
                 record,
                 HomeSessions(home, self._sessions),
@@ -183,14 +194,17 @@ class EngineLoader:
                 activity=HomeActivity(home, self._activity.reporter(record.id)),
                 profiles=HomeProfiles(home, profiles) if profiles is not None else None,
             )
-            return engine
+            return hosted
 
         return await HostedEngine.start(record.id, build)
 
 
-async def _import_engine() -> Any:
+async def _import_engine(settings: Settings) -> Any:
     share_httpx_default_context()
     module = await asyncio.to_thread(importlib.import_module, ENGINE_MODULE)
+    # the provider SDKs load with their adapters, only for the providers this server has keys for
+    for name in provider_modules(settings):
+        await asyncio.to_thread(importlib.import_module, name)
     keep_event_buses_per_thread()
     # browser-use runs a full gc.collect() on the event loop when an agent closes; with the hundreds of
     # thousands of objects its import leaves, that stalled every request for hundreds of ms. Frozen objects
