@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import gc
 import importlib
-import sys
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
@@ -34,8 +33,6 @@ if TYPE_CHECKING:
 
 
 ENGINE_MODULE = "openbrowse.sessions.run"
-GIL_SWITCH_INTERVAL = 0.001
-"""Seconds; Python's default is 0.005."""
 
 
 class SessionRows(Protocol):
@@ -159,15 +156,8 @@ class EngineLoader:
         self._activity = activity or ActivityBoard()
         self._profiles = profiles
         self._loading: asyncio.Task[Any] | None = None
-        self._switch_interval: float | None = None
 
     async def __aenter__(self) -> EngineLoader:
-        if self._settings.ENGINE_THREADS:
-            # An engine thread busy with browser-use holds the GIL for up to the switch interval each time the API
-            # thread wants it back (after every socket or SQLite wait): 5 ms by default, paid several times per
-            # request. A shorter interval bounds that wait.
-            self._switch_interval = sys.getswitchinterval()
-            sys.setswitchinterval(GIL_SWITCH_INTERVAL)
         self._loading = asyncio.create_task(_import_engine(self._settings), name="engine-import")
         return self
 
@@ -175,8 +165,6 @@ class EngineLoader:
         if self._loading is not None:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._loading)
-        if self._switch_interval is not None:
-            sys.setswitchinterval(self._switch_interval)
 
     def ready(self) -> bool:
         """True once browser-use is imported: making an engine no longer waits."""
