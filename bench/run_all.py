@@ -33,6 +33,7 @@ BENCHMARKS = {
     "reviewer": "Reviewer overhead",
     "session_start": "Session start, cold and warm; server RSS after many sessions (against the original)",
     "api_load": "API under load and event-loop lag (against the original)",
+    "server_memory": "Server memory after many sessions (against the original)",
 }
 TITLES = {"warm_spare": "Warm spare; slot PSS with and without a viewer (placeholder)"}
 PLACEHOLDERS = {

@@ -1,7 +1,8 @@
 """Process environment set before browser-use or CloakBrowser is imported (platform notes §3, spec §3).
 
-Turns off every outbound call browser-use makes by default (telemetry, version check, cloud sync, extension
-downloads), stops it from reconfiguring the root logger, and keeps its config and cache under our data dir.
+Caps glibc's malloc arenas (``memory.py``). Turns off every outbound call browser-use makes by default
+(telemetry, version check, cloud sync, extension downloads), stops it from reconfiguring the root logger, and
+keeps its config and cache under our data dir.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+
+from openbrowse.memory import limit_malloc_arenas
 
 _FIXED = {
     "ANONYMIZED_TELEMETRY": "false",
@@ -29,6 +32,7 @@ def prepare_process_environment(data_dir: Path | None = None) -> None:
     browser-use creates scratch dirs in the temp dir (one even at import time) and never removes them, so the
     process's temp dir is ``data/run/tmp``; the app empties it once it owns the data dir, and at shutdown.
     """
+    limit_malloc_arenas()
     for name, value in _FIXED.items():
         os.environ[name] = value
     if data_dir is not None:

@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import logging
 import tempfile
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -112,15 +113,23 @@ class ProviderGaveUp(Exception):
     """The model provider kept failing; the original error is the ``__cause__``."""
 
 
+_TEMP_DIR_LOCK = threading.Lock()
+
+
 @contextlib.contextmanager
 def temp_dir_inside(folder: Path) -> Iterator[None]:
-    """browser-use creates scratch dirs under the temp dir while constructing objects; keep them in ``folder``."""
-    previous = tempfile.tempdir
-    tempfile.tempdir = str(folder)
-    try:
-        yield
-    finally:
-        tempfile.tempdir = previous
+    """browser-use creates scratch dirs under the temp dir while constructing objects; keep them in ``folder``.
+
+    The temp dir is process-wide and engines run on threads of their own: the lock keeps two runs from restoring
+    each other's folder. The body must not await (it holds a thread lock).
+    """
+    with _TEMP_DIR_LOCK:
+        previous = tempfile.tempdir
+        tempfile.tempdir = str(folder)
+        try:
+            yield
+        finally:
+            tempfile.tempdir = previous
 
 
 class AgentRunner:

@@ -197,3 +197,4 @@ class HealthDetailsView(WireModel):
     is_available: bool
     loop_lag_ms: LoopLagView | None = None
     live_objects: dict[str, int] | None = None
+    engine_threads: int | None = None

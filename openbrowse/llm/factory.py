@@ -12,6 +12,9 @@ model                  client
                        ``OPENAI_BASE_URL`` is set); no key needed against a custom base URL
 =====================  ==================================================================================
 
+Each provider's SDK (and our adapter) is imported with the first model of that provider: the Anthropic SDK alone
+is about 65 MiB of the server's memory, the OpenAI one about 12, and most deployments use one of them.
+
 Keys and base URLs are always passed explicitly (the provider default when unset), so the SDKs never fall back
 to reading ``ANTHROPIC_*``/``OPENAI_*`` from the process environment behind ``Settings``' back. Timeouts:
 Anthropic 180 s; OpenAI 90 s, 240 s at high/xhigh/max; 3 SDK retries everywhere.
@@ -22,11 +25,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from openbrowse.errors import InvalidRequest
-from openbrowse.llm.anthropic import AnthropicChatModel
 from openbrowse.llm.catalog import Provider, ResolvedModel
 from openbrowse.llm.keys import COMPAT_PLACEHOLDER_KEY, missing_provider_key
-from openbrowse.llm.openai_chat import ChatCompletionsModel
-from openbrowse.llm.openai_responses import ResponsesChatModel
 from openbrowse.llm.params import (
     ANTHROPIC_DEFAULT_BASE_URL,
     OPENAI_DEFAULT_BASE_URL,
@@ -39,6 +39,19 @@ if TYPE_CHECKING:
     from browser_use.llm.base import BaseChatModel
 
     from openbrowse.config import Settings
+    from openbrowse.llm.anthropic import AnthropicChatModel
+    from openbrowse.llm.openai_chat import ChatCompletionsModel
+    from openbrowse.llm.openai_responses import ResponsesChatModel
+
+
+def provider_modules(settings: Settings) -> tuple[str, ...]:
+    """Our adapters (and so the SDKs) of the providers this server can use: those with a key or a base URL."""
+    modules: list[str] = []
+    if settings.ANTHROPIC_API_KEY:
+        modules.append("openbrowse.llm.anthropic")
+    if settings.OPENAI_API_KEY or settings.OPENAI_BASE_URL:
+        modules += ["openbrowse.llm.openai_chat", "openbrowse.llm.openai_responses"]
+    return tuple(modules)
 
 
 def _require_key(resolved: ResolvedModel, settings: Settings) -> None:
@@ -65,6 +78,8 @@ def build_chat_model(
 def _build_anthropic(
     resolved: ResolvedModel, effort: str, settings: Settings, max_tokens: int | None
 ) -> AnthropicChatModel:
+    from openbrowse.llm.anthropic import AnthropicChatModel
+
     params = anthropic_params(
         resolved.spec, effort, max_tokens=max_tokens, one_million_context=resolved.one_million_context
     )
@@ -84,6 +99,9 @@ def _build_anthropic(
 def _build_openai(
     resolved: ResolvedModel, effort: str, settings: Settings, max_tokens: int | None
 ) -> ResponsesChatModel | ChatCompletionsModel:
+    from openbrowse.llm.openai_chat import ChatCompletionsModel
+    from openbrowse.llm.openai_responses import ResponsesChatModel
+
     params = openai_params(resolved.spec, effort, max_tokens=max_tokens)
     api_key = settings.OPENAI_API_KEY or COMPAT_PLACEHOLDER_KEY
     base_url = settings.OPENAI_BASE_URL or OPENAI_DEFAULT_BASE_URL

@@ -29,14 +29,13 @@ errors are recognised by class name within the ``httpx``/``httpx2`` modules rath
 from __future__ import annotations
 
 import re
+import sys
 
-import anthropic
-import openai
 from browser_use.llm.exceptions import ModelOutputTruncatedError, ModelProviderError, ModelRateLimitError
 from pydantic import ValidationError
 
 from openbrowse.domain.failures import Failure, FailureKind
-from openbrowse.llm.openai_common import TRANSPORT_ERROR_STATUS
+from openbrowse.llm.params import TRANSPORT_ERROR_STATUS
 from openbrowse.llm.parsing import UnusableOutputError
 
 _PROVIDER_KINDS = frozenset(
@@ -57,11 +56,17 @@ _UNUSABLE_RESPONSE_PREFIXES = (
     "Failed to parse structured output from model response",
     "Expected tool use in response but none found",
 )
-_SDK_TIMEOUTS = (openai.APITimeoutError, anthropic.APITimeoutError)
-_SDK_CONNECTION = (openai.APIConnectionError, anthropic.APIConnectionError)
-_SDK_STATUS = (openai.APIStatusError, anthropic.APIStatusError)
-_SDK_RESPONSE_VALIDATION = (openai.APIResponseValidationError, anthropic.APIResponseValidationError)
 _MAX_MESSAGE = 300
+_SDKS = ("openai", "anthropic")
+
+
+def _sdk_errors(name: str) -> tuple[type[BaseException], ...]:
+    """The SDK exception classes called ``name``, of the provider SDKs loaded so far.
+
+    Each SDK is imported only when a model of its provider is first built (its import is tens of MiB): one that
+    was never imported raised nothing.
+    """
+    return tuple(getattr(sys.modules[sdk], name) for sdk in _SDKS if sdk in sys.modules)
 
 
 def _httpx_family(exc: BaseException, *names: str) -> bool:
@@ -73,8 +78,9 @@ def _httpx_family(exc: BaseException, *names: str) -> bool:
 
 
 def _status_of(exc: BaseException) -> int | None:
-    if isinstance(exc, _SDK_STATUS):
-        return exc.status_code
+    if isinstance(exc, _sdk_errors("APIStatusError")):
+        code = getattr(exc, "status_code", None)
+        return code if isinstance(code, int) else None
     if _httpx_family(exc, "HTTPStatusError"):
         status = getattr(getattr(exc, "response", None), "status_code", None)
         return status if isinstance(status, int) else None
@@ -126,13 +132,13 @@ def _classify_model_provider_error(exc: ModelProviderError) -> Failure | None:
 
 def _classify_one(exc: BaseException) -> Failure | None:
     """The failure ``exc`` itself stands for, or ``None`` if it says nothing about the provider."""
-    if isinstance(exc, openai.RateLimitError | anthropic.RateLimitError):
+    if isinstance(exc, _sdk_errors("RateLimitError")):
         return _failure(FailureKind.PROVIDER_RATE_LIMIT, 429, exc)
-    if isinstance(exc, _SDK_TIMEOUTS) or _httpx_family(exc, "TimeoutException"):
+    if isinstance(exc, _sdk_errors("APITimeoutError")) or _httpx_family(exc, "TimeoutException"):
         return _failure(FailureKind.PROVIDER_TIMEOUT, None, exc)
-    if isinstance(exc, _SDK_CONNECTION) or _httpx_family(exc, "TransportError"):
+    if isinstance(exc, _sdk_errors("APIConnectionError")) or _httpx_family(exc, "TransportError"):
         return _failure(FailureKind.PROVIDER_CONNECTION_ERROR, None, exc)
-    if isinstance(exc, _SDK_RESPONSE_VALIDATION):
+    if isinstance(exc, _sdk_errors("APIResponseValidationError")):
         return _failure(FailureKind.INVALID_OUTPUT, None, exc)
     if isinstance(exc, ModelProviderError):
         return _classify_model_provider_error(exc)

@@ -16,11 +16,9 @@ import openai
 from browser_use.llm.exceptions import ModelProviderError, ModelRateLimitError
 from browser_use.llm.views import ChatInvokeUsage
 
+from openbrowse.llm.params import TRANSPORT_ERROR_STATUS
 from openbrowse.llm.parsing import UnusableOutputError
 from openbrowse.llm.tls import shared_ssl_context
-
-TRANSPORT_ERROR_STATUS = 502
-"""browser-use's synthetic status for 'no HTTP status': connection errors and SDK timeouts."""
 
 
 def make_client(*, api_key: str, base_url: str, timeout_s: float, max_retries: int) -> openai.AsyncOpenAI:

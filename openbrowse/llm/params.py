@@ -54,6 +54,8 @@ OPENAI_SLOW_TIMEOUT_S = 240.0
 OPENAI_SLOW_EFFORTS = frozenset({"high", "xhigh", "max"})
 
 SDK_MAX_RETRIES = 3
+TRANSPORT_ERROR_STATUS = 502
+"""browser-use's synthetic status for 'no HTTP status': connection errors and SDK timeouts."""
 
 ANTHROPIC_DEFAULT_BASE_URL = "https://api.anthropic.com"
 OPENAI_DEFAULT_BASE_URL = "https://api.openai.com/v1"

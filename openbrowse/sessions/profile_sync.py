@@ -19,11 +19,12 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Protocol
 
 from openbrowse.errors import ProfileNotFound
 from openbrowse.profiles.jar import Cookie, Jar, empty_jar, origin_name, storage_items
 from openbrowse.profiles.merge import CookieKey, cookie_key, three_way_merge
-from openbrowse.profiles.service import ProfileService, save_base
+from openbrowse.profiles.service import MergeReport, save_base
 from openbrowse.sessions.profile_cdp import CdpFailure, CdpLink, StorageRead, web_origin
 
 logger = logging.getLogger(__name__)
@@ -35,8 +36,16 @@ LOAD_TIMEOUT = 90.0
 BASE_FILE = "profile_base.json"
 
 
+class ProfileStore(Protocol):
+    """The profile jars a run loads and merges back (a ``ProfileService``, or its bridge on an engine thread)."""
+
+    async def snapshot(self, profile_id: str, base_path: Path) -> Jar: ...
+
+    async def merge_back(self, profile_id: str, base: Jar, ours: Jar) -> MergeReport: ...
+
+
 class ProfileSync:
-    def __init__(self, profiles: ProfileService, profile_id: str, base_path: Path, link: CdpLink, notify: Notify):
+    def __init__(self, profiles: ProfileStore, profile_id: str, base_path: Path, link: CdpLink, notify: Notify):
         self._profiles = profiles
         self.profile_id = profile_id
         self._base_path = base_path
@@ -50,7 +59,7 @@ class ProfileSync:
 
     @classmethod
     async def start(
-        cls, profiles: ProfileService, profile_id: str, files_dir: Path, ws_url: str, notify: Notify
+        cls, profiles: ProfileStore, profile_id: str, files_dir: Path, ws_url: str, notify: Notify
     ) -> ProfileSync | None:
         """Load the profile into the browser; None (with a note) when the profile no longer exists."""
         base_path = files_dir / BASE_FILE

@@ -34,14 +34,10 @@ from openbrowse.llm.catalog import preflight_effort, resolve_model
 from openbrowse.llm.costs import CallUsage, CostLedger
 from openbrowse.llm.factory import build_chat_model
 from openbrowse.llm.metering import MeteredChatModel
-from openbrowse.profiles.service import ProfileService
-from openbrowse.sessions.profile_sync import ProfileSync
-from openbrowse.store.feed import FeedRepo
-from openbrowse.store.sessions import SessionRepo
+from openbrowse.sessions.profile_sync import ProfileStore, ProfileSync
 
 if TYPE_CHECKING:
-    from openbrowse.slots.pool import SlotLease
-    from openbrowse.slots.slot import Slot
+    from openbrowse.sessions.runtime import BrowserLease, FeedLog, SessionRows, SlotEndpoints
 
 logger = logging.getLogger(__name__)
 
@@ -59,11 +55,11 @@ class AgentEngine:
         self,
         settings: Settings,
         record: SessionRecord,
-        sessions: SessionRepo,
-        feed: FeedRepo,
+        sessions: SessionRows,
+        feed: FeedLog,
         *,
         activity: ActivityReporter = NO_ACTIVITY,
-        profiles: ProfileService | None = None,
+        profiles: ProfileStore | None = None,
     ) -> None:
         self._settings = settings
         self._activity = activity
@@ -94,7 +90,7 @@ class AgentEngine:
             self._on_usage,
             label="judge",
         )
-        self._slot: Slot | None = None
+        self._slot: SlotEndpoints | None = None
         self._network = NetworkRules.from_settings(settings.NETWORK_POLICY, settings.NETWORK_ALLOWED_HOSTS)
         self._nav_guard: NavigationGuard | None = None
         self._browser: BrowserSession | None = None
@@ -151,7 +147,7 @@ class AgentEngine:
         )
 
     # -- Engine ------------------------------------------------------------------------------------------------
-    async def launch(self, lease: SlotLease, task: str) -> None:
+    async def launch(self, lease: BrowserLease, task: str) -> None:
         """Start the browser on the slot while the goal pre-flight runs; connect browser-use over CDP."""
         self._files.mkdir(parents=True, exist_ok=True)
         self._activity.begin("Starting the browser", ActivityKind.PREPARING)
@@ -273,7 +269,7 @@ class AgentEngine:
         )
         return preamble
 
-    def live_slot(self) -> Slot | None:
+    def live_slot(self) -> SlotEndpoints | None:
         return self._slot if self._browser is not None else None
 
     async def salvage(self) -> Salvage:

@@ -14,12 +14,17 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from openbrowse.config import Settings
+from openbrowse.domain.feed import FeedEntry, Message
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.runs import Salvage, TurnOutcome
 from openbrowse.domain.sessions import SessionRecord
+from openbrowse.errors import ProcessDied
+from openbrowse.llm.factory import provider_modules
 from openbrowse.llm.tls import share_httpx_default_context
 from openbrowse.profiles.service import ProfileService
 from openbrowse.sessions.activity import ActivityBoard
+from openbrowse.sessions.bus_threads import keep_event_buses_per_thread
+from openbrowse.sessions.engine_host import HomeActivity, HomeFeed, HomeLoop, HomeProfiles, HomeSessions, HostedEngine
 from openbrowse.store.feed import FeedRepo
 from openbrowse.store.sessions import SessionRepo
 
@@ -28,6 +33,40 @@ if TYPE_CHECKING:
 
 
 ENGINE_MODULE = "openbrowse.sessions.run"
+
+
+class SessionRows(Protocol):
+    """The session rows an engine reads and writes (a :class:`SessionRepo`, or its bridge on an engine thread)."""
+
+    async def get(self, session_id: str) -> SessionRecord: ...
+
+    async def update(self, session_id: SessionId, **changes: Any) -> SessionRecord: ...
+
+
+class FeedLog(Protocol):
+    """The feed an engine appends to and replays (a :class:`FeedRepo`, or its bridge on an engine thread)."""
+
+    async def append(self, session_id: SessionId, entry: FeedEntry) -> Message: ...
+
+    async def of_types(self, session_id: str, *types: str) -> list[Message]: ...
+
+
+class SlotEndpoints(Protocol):
+    """What an engine needs of its running slot: where its browser listens, and word when the slot dies."""
+
+    @property
+    def cdp_url(self) -> str: ...
+
+    @property
+    def cdp_ws_url(self) -> str: ...
+
+    async def watch(self) -> ProcessDied: ...
+
+
+class BrowserLease(Protocol):
+    """What an engine needs of its lease: the slot's browser, started (idempotent)."""
+
+    async def start_browser(self) -> SlotEndpoints: ...
 
 
 class SlotLease(Protocol):
@@ -99,6 +138,8 @@ LiveUrl = Callable[[SessionId], str]
 class EngineLoader:
     """Makes engines. browser-use and the provider SDKs take seconds to import, so the app starts without them
     and imports them here in a worker thread right after start-up; a run that starts earlier waits for it.
+
+    Each engine runs on its own thread and event loop (``engine_host.py``), off the API's loop.
     """
 
     def __init__(
@@ -117,7 +158,7 @@ class EngineLoader:
         self._loading: asyncio.Task[Any] | None = None
 
     async def __aenter__(self) -> EngineLoader:
-        self._loading = asyncio.create_task(_import_engine(), name="engine-import")
+        self._loading = asyncio.create_task(_import_engine(self._settings), name="engine-import")
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -132,20 +173,39 @@ class EngineLoader:
     async def make(self, record: SessionRecord) -> Engine:
         assert self._loading is not None, "EngineLoader was not entered"
         module = await asyncio.shield(self._loading)
-        engine: Engine = module.AgentEngine(
-            self._settings,
-            record,
-            self._sessions,
-            self._feed,
-            activity=self._activity.reporter(record.id),
-            profiles=self._profiles,
-        )
-        return engine
+        profiles = self._profiles
+        if not self._settings.ENGINE_THREADS:
+            engine: Engine = module.AgentEngine(
+                self._settings,
+                record,
+                self._sessions,
+                self._feed,
+                activity=self._activity.reporter(record.id),
+                profiles=profiles,
+            )
+            return engine
+
+        def build(home: HomeLoop) -> Engine:
+            hosted: Engine = module.AgentEngine(
+                self._settings,
+                record,
+                HomeSessions(home, self._sessions),
+                HomeFeed(home, self._feed),
+                activity=HomeActivity(home, self._activity.reporter(record.id)),
+                profiles=HomeProfiles(home, profiles) if profiles is not None else None,
+            )
+            return hosted
+
+        return await HostedEngine.start(record.id, build)
 
 
-async def _import_engine() -> Any:
+async def _import_engine(settings: Settings) -> Any:
     share_httpx_default_context()
     module = await asyncio.to_thread(importlib.import_module, ENGINE_MODULE)
+    # the provider SDKs load with their adapters, only for the providers this server has keys for
+    for name in provider_modules(settings):
+        await asyncio.to_thread(importlib.import_module, name)
+    keep_event_buses_per_thread()
     # browser-use runs a full gc.collect() on the event loop when an agent closes; with the hundreds of
     # thousands of objects its import leaves, that stalled every request for hundreds of ms. Frozen objects
     # are never scanned again.

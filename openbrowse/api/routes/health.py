@@ -11,6 +11,7 @@ from openbrowse.api.deps import ApiKey, ManagerDep, SettingsDep
 from openbrowse.api.openapi_docs import error_responses
 from openbrowse.api.schemas import HealthDetailsView, HealthView, LoopLagView
 from openbrowse.loop_lag import LoopLagMonitor
+from openbrowse.sessions.engine_host import engine_threads
 
 router = APIRouter(tags=["health"])
 
@@ -57,6 +58,7 @@ async def health_details(request: Request, manager: ManagerDep, settings: Settin
         and memory < _MEMORY_BUSY_PERCENT,
         loop_lag_ms=_loop_lag(request),
         live_objects=live_counts(),
+        engine_threads=engine_threads(),
     )
 
 
