@@ -340,20 +340,28 @@ def panel_app() -> Starlette:
         record = records.get(request.url.path)
         if record is None:
             return page("Not found", "<p>No such vacancy.</p>")
+        about = (
+            f"As our {record['title']} you join a small team that ships every week. You own your work from the "
+            "first sketch to production, review your peers' changes and help new colleagues settle in."
+        )
         jsonld = {
             "@context": "https://schema.org",
             "@type": "JobPosting",
             "title": record["title"],
+            "description": f"<p>{html.escape(about)}</p>",
             "datePosted": record["datePosted"],
-            "employmentType": record["employment"],
-            "jobLocation": {"@type": "Place", "address": record["location"]},
+            "employmentType": record["employment"].upper().replace("-", "_"),  # FULL_TIME, as schema.org does
+            "jobLocation": {
+                "@type": "Place",
+                "address": {"@type": "PostalAddress", "addressLocality": record["location"], "addressCountry": "EU"},
+            },
             "hiringOrganization": {"@type": "Organization", "name": CAREER_COMPANY},
         }
         return page(
             record["title"],
             f'<script type="application/ld+json">{json.dumps(jsonld)}</script>'
             f"<p>Location: {html.escape(record['location'])}</p><p>Employment: {record['employment']}</p>"
-            "<p>Apply by email to the hiring team.</p>",
+            f"<p>{html.escape(about)}</p><p>Apply by email to the hiring team.</p>",
         )
 
     return Starlette(
