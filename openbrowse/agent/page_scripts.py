@@ -76,21 +76,41 @@ RENDER_PROBE = """
 """
 
 
+STALE_MARK = "__openbrowseStale"
+SETTLED_MS = 100
+TIMER_FALLBACK_MS = 1000
+
+
 def read_when_ready(timeout_ms: int, min_chars: int) -> str:
-    """Wait in the page until it is loaded and its text stopped growing (100 ms apart), then read it."""
+    """Wait in the page until it is loaded, rendered in the foreground and its text stopped growing, then read it.
+
+    The text is sampled once per animation frame, which only fires while the tab is really painted in the
+    foreground, and must be unchanged across two frames, at least 100 ms after the load event ended: a page
+    loaded in its background tab while its siblings were read costs two frames instead of a fixed 100 ms wait.
+    A tab that paints no frame for a second (no compositor) falls back to samples 100 ms apart.
+    """
     return f"""
 (async () => {{
-  const deadline = Date.now() + {timeout_ms};
+  const started = Date.now(), deadline = started + {timeout_ms};
   const chars = () => document.body ? document.body.innerText.length : 0;
-  let last = -1;
+  const frame = () => new Promise(r => requestAnimationFrame(() => r(true)));
+  const pause = ms => new Promise(r => setTimeout(() => r(false), ms));
+  const settledMs = () => {{
+    const nav = performance.getEntriesByType('navigation')[0];
+    if (!nav) return Infinity;
+    return nav.loadEventEnd ? performance.now() - nav.loadEventEnd : -1;
+  }};
+  let last = -1, frames = 0;
   while (Date.now() < deadline) {{
-    if (document.readyState === 'complete') {{
-      const now = chars();
-      if (now >= {min_chars} && now === last) break;
-      last = now;
-    }}
-    await new Promise(r => setTimeout(r, 100));
+    if (window.{STALE_MARK}) return null;  // a reused tab still shows the page it is navigating away from
+    if (await Promise.race([frame(), pause({SETTLED_MS})])) frames++;
+    if (document.readyState !== 'complete') {{ last = -1; continue; }}
+    const now = chars();
+    const painted = frames >= 2 || Date.now() - started > {TIMER_FALLBACK_MS};
+    if (now >= {min_chars} && now === last && painted && settledMs() >= {SETTLED_MS}) break;
+    last = now;
   }}
+  if (window.{STALE_MARK}) return null;
   return {READ_PAGE.strip()};
 }})()
 """

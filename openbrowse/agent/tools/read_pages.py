@@ -34,6 +34,7 @@ from openbrowse.agent.draft_rows import draft_rows
 from openbrowse.agent.page_scripts import READ_PAGE, read_when_ready
 from openbrowse.agent.timeouts import TIMEOUTS
 from openbrowse.agent.tools.pacing import tab_spacing
+from openbrowse.agent.tools.wave_tabs import WaveTabs
 from openbrowse.domain.feed import EventCategory
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ MAX_URLS = 48
 WAVE_SIZE = 6
 MIN_TIME_FOR_WAVE = 30.0
 PANEL_ATTACH_TIMEOUT = 10.0
+STALE_RETRY = 0.05
 PAGES_FILE = "pages.json"
 STATUS_FILE = "read_pages_status.json"
 DRAFT_FILE = "rows_draft.json"
@@ -99,7 +101,7 @@ async def read_one(browser: BrowserSession, target_id: str, url: str, frame_filt
             page = None
         if isinstance(page, dict) and not str(page.get("url", "")).startswith("about:"):
             break
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(STALE_RETRY)
     if not isinstance(page, dict) or str(page.get("url", "")).startswith("about:"):
         raise PageScriptError("the page did not load within 25 s")
     page["frameMatched"] = False
@@ -148,14 +150,18 @@ class Reader:
         self.results: dict[str, dict[str, Any]] = {}
         self.errors: dict[str, str] = {}
         self.home = browser.agent_focus_target_id
+        self.wave_tabs = WaveTabs(browser, self.home)
 
     async def run(self, urls: list[str]) -> list[str]:
         """Read ``urls``; return the ones never attempted because the budget ran out."""
         waves = [urls[i : i + WAVE_SIZE] for i in range(0, len(urls), WAVE_SIZE)]
-        for number, wave in enumerate(waves, 1):
-            if self.deadline - time.monotonic() < MIN_TIME_FOR_WAVE:
-                return [u for w in waves[number - 1 :] for u in w]
-            await self._wave(wave, number, len(waves))
+        try:
+            for number, wave in enumerate(waves, 1):
+                if self.deadline - time.monotonic() < MIN_TIME_FOR_WAVE:
+                    return [u for w in waves[number - 1 :] for u in w]
+                await self._wave(wave, number, len(waves))
+        finally:
+            await asyncio.shield(self.wave_tabs.close())
         for url in [u for u in urls if u in self.errors]:
             if self.deadline - time.monotonic() < MIN_TIME_FOR_WAVE:
                 break
@@ -203,7 +209,10 @@ class Reader:
     async def _wave(self, wave: list[str], number: int, total: int) -> None:
         started = time.monotonic()
         spacing = tab_spacing(len(wave), self.ctx.active_sessions())
-        await self._attempt(wave, spacing)
+        tabs = await self.wave_tabs.load(wave, spacing)
+        for url, target_id in tabs:
+            if not await self._read(url, target_id):
+                await self.wave_tabs.discard(target_id)
         ok = sum(1 for u in wave if u in self.results)
         inside = sum(1 for u in wave if self.results.get(u, {}).get("frameMatched"))
         summary = f"read_pages wave {number}/{total}: {ok} of {len(wave)} pages ok"
@@ -213,23 +222,23 @@ class Reader:
         summary += f", paced {spacing * 1000:.0f}ms/tab)" if spacing else ")"
         await self.ctx.event(EventCategory.READ, "read_pages", summary, wave=number, waves=total, ok=ok)
 
-    async def _attempt(self, urls: list[str], spacing: float = 0.0, frame_filter: str | None = None) -> None:
+    async def _read(self, url: str, target_id: str, frame_filter: str | None = None) -> bool:
+        try:
+            self.results[url] = await read_one(self.browser, target_id, url, frame_filter or self.frame_filter)
+        except Exception as exc:  # one page's failure never ends the call; it is retried once
+            self.errors[url] = str(exc)[:300] or type(exc).__name__
+            return False
+        self.errors.pop(url, None)
+        return True
+
+    async def _attempt(self, urls: list[str], frame_filter: str | None = None) -> None:
+        """Read ``urls`` in tabs of their own (retries and re-reads), closed afterwards."""
         tabs: list[tuple[str, str]] = []
         try:
-            if spacing:
-                for index, url in enumerate(urls):
-                    if index:
-                        await asyncio.sleep(spacing)
-                    tabs.append((url, await open_tab(self.browser, url)))
-            else:
-                opened = await asyncio.gather(*(open_tab(self.browser, url) for url in urls))
-                tabs = list(zip(urls, opened, strict=True))
+            opened = await asyncio.gather(*(open_tab(self.browser, url) for url in urls))
+            tabs = list(zip(urls, opened, strict=True))
             for url, target_id in tabs:
-                try:
-                    self.results[url] = await read_one(self.browser, target_id, url, frame_filter or self.frame_filter)
-                    self.errors.pop(url, None)
-                except Exception as exc:  # one page's failure never ends the call; it is retried once
-                    self.errors[url] = str(exc)[:300] or type(exc).__name__
+                await self._read(url, target_id, frame_filter)
         finally:
             if self.home is not None:
                 await _quietly(focus_tab(self.browser, self.home))
