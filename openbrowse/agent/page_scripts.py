@@ -29,19 +29,40 @@ SCROLL_UNTIL_STABLE = f"""
 """
 
 
-def collect_links(attr: str | None, visible_only: bool) -> str:
-    """A function body for ``callFunctionOn`` / an expression: every anchor below ``this`` (or the document)."""
+RELAXED_ATTRS = ("data-href", "data-url", "data-link", "data-job-url")
+
+
+def collect_links(attr: str | None, visible_only: bool, avoid: str | None = None) -> str:
+    """A function body for ``callFunctionOn`` / an expression: every anchor below ``this`` (or the document).
+
+    ``avoid`` is the relaxed reading of a panel whose anchors were rewritten to the host page's URL: each element
+    gives the first of its ``data-href``-like attributes and ``href`` that resolves to another URL than ``avoid``.
+    """
+    relaxed = [*RELAXED_ATTRS, "href"] if avoid else []
+    selector = "a[href]" + (f", [{attr}]" if attr else "") + "".join(f", [{name}]" for name in relaxed[:-1])
     return f"""
 function() {{
   const root = (this && this.querySelectorAll) ? this : document;
   const attr = {json.dumps(attr)};
   const visibleOnly = {json.dumps(visible_only)};
+  const avoid = {json.dumps(avoid)};
+  const relaxed = {json.dumps(relaxed)};
+  const resolve = raw => {{ try {{ return new URL(raw, document.baseURI).href; }} catch (e) {{ return null; }} }};
+  const bare = url => url.split('#')[0];
   const out = [];
-  for (const a of root.querySelectorAll(attr ? 'a[href], [' + attr + ']' : 'a[href]')) {{
-    const raw = attr ? a.getAttribute(attr) : a.href;
-    if (!raw) continue;
-    let href;
-    try {{ href = new URL(raw, document.baseURI).href; }} catch (e) {{ continue; }}
+  for (const a of root.querySelectorAll({json.dumps(selector)})) {{
+    let href = null;
+    if (avoid) {{
+      for (const name of relaxed) {{
+        const raw = a.getAttribute(name);
+        const url = raw && resolve(raw);
+        if (url && bare(url) !== avoid) {{ href = url; break; }}
+      }}
+    }} else {{
+      const raw = attr ? a.getAttribute(attr) : a.href;
+      href = raw && resolve(raw);
+    }}
+    if (!href) continue;
     if (visibleOnly) {{
       const r = a.getBoundingClientRect();
       if (!r.width || !r.height || getComputedStyle(a).visibility === 'hidden') continue;

@@ -107,3 +107,39 @@ def test_careers_board_draft_rows_load_into_the_store_as_the_ground_truth(
     assert json.loads((files / "rows_draft.json").read_text()) == truth
     statuses = json.loads((files / "read_pages_status.json").read_text())
     assert [(s["url"], s["sourceRow"]) for s in statuses] == [(row["jobUrl"], n) for n, row in enumerate(truth)]
+
+
+def test_find_links_salvages_anchors_rewritten_to_the_host_page_and_waits_for_a_late_board(
+    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
+) -> None:
+    marker = token("RESCAN")
+    board = f"127.0.0.1:{site.panel_port}"
+    fake.script(
+        marker,
+        [
+            navigate(f"{site.url}/careers?embed=rewritten"),
+            agent_step([{"find_links": {"frame_url_contains": board}}]),
+            navigate(f"{site.url}/careers?embed=late"),
+            agent_step([{"find_links": {"frame_url_contains": board}}]),
+            done("Listed the vacancy links."),
+        ],
+        when=agent_steps,
+    )
+    session = create(agent_server, task=f"{marker} List the vacancy links on {site.url}/careers.")
+    sid = session["id"]
+    finished = wait_until_status(agent_server, sid, {"stopped", "error"}, timeout=300)
+    assert finished["status"] == "stopped", finished["lastStepSummary"]
+    vacancies = [site.panel_url + r["path"] for r in career_records()]
+    requests = step_requests(fake, marker)
+
+    salvaged = envelope_in(requests[2], "found_links.json")
+    assert [link["href"] for link in salvaged["data"]] == vacancies
+    assert "their real targets were read from data attributes" in str(salvaged["note"])
+    late = envelope_in(requests[4], "found_links.json")
+    assert [link["href"] for link in late["data"]] == vacancies
+    assert [link["text"] for link in late["data"]] == [r["title"] for r in career_records()]
+
+    events = [e for e in read_events(agent_server, sid) if e.startswith("find_links")]
+    assert len(events) == 2
+    assert events[0].startswith("find_links: 14 link(s) matched") and "read by a relaxed rescan" in events[0]
+    assert events[1].startswith("find_links: 14 link(s) matched") and "relaxed" not in events[1]
