@@ -90,15 +90,19 @@ def choose_batch(ctx: ToolContext, params: ReadPagesParams) -> Batch | str:
 
 async def read_one(browser: BrowserSession, target_id: str, url: str, frame_filter: str | None) -> dict[str, Any]:
     """Focus the tab and read it once it rendered (inside the matching panel when filtered)."""
-    await focus_tab(browser, target_id)
     deadline = time.monotonic() + RENDER_TIMEOUT
     page: Any = None
+    first = True
     while time.monotonic() < deadline:
         remaining_ms = int((deadline - time.monotonic()) * 1000)
+        script = read_when_ready(remaining_ms, MIN_RENDER_CHARS)
         try:
-            page = await evaluate(browser, read_when_ready(remaining_ms, MIN_RENDER_CHARS), target_id)
+            page = (
+                await _read_focused(browser, target_id, script) if first else await evaluate(browser, script, target_id)
+            )
         except PageScriptError:  # the document was replaced mid-read (navigation committed): read the new one
             page = None
+        first = False
         if isinstance(page, dict) and not str(page.get("url", "")).startswith("about:"):
             break
         await asyncio.sleep(STALE_RETRY)
@@ -130,6 +134,18 @@ async def read_one(browser: BrowserSession, target_id: str, url: str, frame_filt
     }
 
 
+async def _read_focused(browser: BrowserSession, target_id: str, script: str) -> Any:
+    """Focus the tab and run the read script together: the script counts painted frames, which only come once
+    the tab is in the foreground, so it need not wait for the focus reply before being sent."""
+    outcomes: tuple[Any, ...] = await asyncio.gather(
+        focus_tab(browser, target_id), evaluate(browser, script, target_id), return_exceptions=True
+    )
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return outcomes[1]
+
+
 async def _panel_frames(browser: BrowserSession, target_id: str, needle: str) -> list[FrameRef]:
     deadline = time.monotonic() + PANEL_ATTACH_TIMEOUT
     while True:
@@ -155,13 +171,15 @@ class Reader:
     async def run(self, urls: list[str]) -> list[str]:
         """Read ``urls``; return the ones never attempted because the budget ran out."""
         waves = [urls[i : i + WAVE_SIZE] for i in range(0, len(urls), WAVE_SIZE)]
+        upcoming: list[asyncio.Task[str | None]] = []
         try:
             for number, wave in enumerate(waves, 1):
                 if self.deadline - time.monotonic() < MIN_TIME_FOR_WAVE:
                     return [u for w in waves[number - 1 :] for u in w]
-                await self._wave(wave, number, len(waves))
+                following = waves[number] if number < len(waves) else []
+                upcoming = await self._wave(wave, number, len(waves), upcoming, following)
         finally:
-            await asyncio.shield(self.wave_tabs.close())
+            await asyncio.shield(self._settle(upcoming))
         for url in [u for u in urls if u in self.errors]:
             if self.deadline - time.monotonic() < MIN_TIME_FOR_WAVE:
                 break
@@ -206,21 +224,49 @@ class Reader:
                 break
             await self._attempt([page["url"]])
 
-    async def _wave(self, wave: list[str], number: int, total: int) -> None:
+    async def _wave(
+        self, wave: list[str], number: int, total: int, loading: list[asyncio.Task[str | None]], following: list[str]
+    ) -> list[asyncio.Task[str | None]]:
+        """Read one wave; unless paced, each tab starts loading its page of the following wave once read.
+        Returns those loads (the next wave's tabs, in order)."""
         started = time.monotonic()
         spacing = tab_spacing(len(wave), self.ctx.active_sessions())
-        tabs = await self.wave_tabs.load(wave, spacing)
-        for url, target_id in tabs:
-            if not await self._read(url, target_id):
-                await self.wave_tabs.discard(target_id)
-        ok = sum(1 for u in wave if u in self.results)
+        if not loading:
+            loaded = await self.wave_tabs.load(wave, spacing)
+            targets: list[str | None] = [target for _, target in loaded]
+        upcoming: list[asyncio.Task[str | None]] = []
+        for index, url in enumerate(wave):
+            target = (await loading[index] if index < len(loading) else None) if loading else targets[index]
+            ok = target is not None and await self._read(url, target)
+            if target is not None and not ok:
+                await self.wave_tabs.discard(target)
+            if not spacing and index < len(following) and self.deadline - time.monotonic() >= MIN_TIME_FOR_WAVE:
+                reused = target if ok else None
+                upcoming.append(asyncio.create_task(self._load(reused, following[index])))
+        ok_count = sum(1 for u in wave if u in self.results)
         inside = sum(1 for u in wave if self.results.get(u, {}).get("frameMatched"))
-        summary = f"read_pages wave {number}/{total}: {ok} of {len(wave)} pages ok"
+        summary = f"read_pages wave {number}/{total}: {ok_count} of {len(wave)} pages ok"
         if inside:
             summary += f", {inside} read inside their embedded panel"
         summary += f" ({time.monotonic() - started:.1f}s"
         summary += f", paced {spacing * 1000:.0f}ms/tab)" if spacing else ")"
-        await self.ctx.event(EventCategory.READ, "read_pages", summary, wave=number, waves=total, ok=ok)
+        await self.ctx.event(EventCategory.READ, "read_pages", summary, wave=number, waves=total, ok=ok_count)
+        return upcoming
+
+    async def _load(self, target: str | None, url: str) -> str | None:
+        """A page of the next wave loading in a tab already read (or a fresh one); None when it could not."""
+        try:
+            return await self.wave_tabs.reuse(target, url)
+        except Exception as exc:
+            self.errors[url] = str(exc)[:300] or type(exc).__name__
+            return None
+
+    async def _settle(self, loads: list[asyncio.Task[str | None]]) -> None:
+        """Loads of a wave that will not be read (budget, failure) end before the wave's tabs close."""
+        for task in loads:
+            task.cancel()
+        await asyncio.gather(*loads, return_exceptions=True)
+        await self.wave_tabs.close()
 
     async def _read(self, url: str, target_id: str, frame_filter: str | None = None) -> bool:
         try:

@@ -2,6 +2,7 @@
 
 The first wave opens its tabs; later waves navigate the same tabs to their pages, so they start no new renderer
 process and wait for no new CDP attach (on two cores, spawning a renderer per page was a large share of a wave).
+The reader starts loading a tab's next page as soon as the tab was read, while it reads the wave's other tabs.
 A tab whose page failed is closed and replaced by a fresh one. :meth:`WaveTabs.close` returns focus home and
 closes them all; the reader that owns the pool calls it once, shielded.
 """
@@ -23,28 +24,34 @@ class WaveTabs:
         self._tabs: list[str] = []
 
     async def load(self, urls: list[str], spacing: float = 0.0) -> list[tuple[str, str]]:
-        """Each URL loading in a tab of the pool (reused first, opened when the pool is short), in order."""
+        """Each URL loading in a tab of the pool (reused first, opened when the pool is short), in order;
+        ``spacing`` seconds between loads."""
+        current = list(self._tabs)
+        slots = [current[i] if i < len(current) else None for i in range(len(urls))]
         if spacing:
             targets = []
-            for index, url in enumerate(urls):
+            for index, (slot, url) in enumerate(zip(slots, urls, strict=True)):
                 if index:
                     await asyncio.sleep(spacing)
-                targets.append(await self._load_one(index, url))
+                targets.append(await self.reuse(slot, url))
         else:
-            targets = list(await asyncio.gather(*(self._load_one(i, url) for i, url in enumerate(urls))))
-        spare, self._tabs = self._tabs[len(targets) :], targets
-        await asyncio.gather(*(close_tab(self._browser, target) for target in spare if target not in targets))
+            targets = list(
+                await asyncio.gather(*(self.reuse(slot, url) for slot, url in zip(slots, urls, strict=True)))
+            )
+        await asyncio.gather(*(self.discard(target) for target in current if target not in targets))
         return list(zip(urls, targets, strict=True))
 
-    async def _load_one(self, index: int, url: str) -> str:
-        if index < len(self._tabs):
-            reused = self._tabs[index]
+    async def reuse(self, target: str | None, url: str) -> str:
+        """Load ``url`` in the pool's tab ``target`` (a fresh tab when there is none or it cannot navigate)."""
+        if target is not None:
             try:
-                await navigate_tab(self._browser, reused, url)
-                return reused
+                await navigate_tab(self._browser, target, url)
+                return target
             except Exception:  # the old tab went away or cannot navigate: a fresh one instead
-                await close_tab(self._browser, reused)
-        return await open_tab(self._browser, url)
+                await self.discard(target)
+        fresh = await open_tab(self._browser, url)
+        self._tabs.append(fresh)
+        return fresh
 
     async def discard(self, target: str) -> None:
         """A tab whose page failed is not reused."""
