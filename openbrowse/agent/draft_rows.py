@@ -32,7 +32,7 @@ Accept = Callable[[str, Any], bool]
 _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _TAG = re.compile(r"<[A-Za-z/!][^>]*>")
 _SPACE = re.compile(r"\s+")
-_LABELLED = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 /&()'.-]{0,40}?)\s*(?::|\t)\s*(\S.{0,400}?)\s*$")
+_LABELLED = re.compile(r"^\s*([A-Za-z][A-Za-z /&()'.-]{0,40}?)\s*(?::|\t)\s*(\S.{0,400}?)\s*$")
 _INTEGER = re.compile(r"^-?\d+$")
 _NUMBER = re.compile(r"^-?\d+(?:\.\d+)?$")
 _SCHEMA_ORG = re.compile(r"^https?://schema\.org/", re.IGNORECASE)
@@ -66,13 +66,35 @@ def _squash(value: str) -> str:
 
 
 # -- JSON-LD ----------------------------------------------------------------------------------------------------
+def entities(jsonld: Any) -> list[dict[str, Any]]:
+    """The top-level JSON-LD objects: blocks, list entries and ``@graph`` members, in document order."""
+    if isinstance(jsonld, list):
+        return [entity for inner in jsonld for entity in entities(inner)]
+    if isinstance(jsonld, dict):
+        graph = jsonld.get("@graph")
+        rest = {k: v for k, v in jsonld.items() if k != "@graph" and not k.startswith("@")}
+        return ([jsonld] if rest or graph is None else []) + (entities(graph) if graph is not None else [])
+    return []
+
+
 def flatten(jsonld: Any) -> list[tuple[str, Any]]:
-    """Every scalar (or list of scalars) of the JSON-LD blocks as ``(dotted path, value)`` in document order;
+    """Every scalar (or list of scalars) of a JSON-LD object as ``(dotted path, value)`` in document order;
     ``@`` keys skipped, list indices and ``@graph`` wrappers dropped, the first value of a repeated path kept."""
     found: dict[str, Any] = {}
     for path, value in _walk(jsonld, ()):
         found.setdefault(".".join(path), value)
     return [(path, value) for path, value in found.items() if path]
+
+
+def main_entity_first(jsonld: Any, fields: list[str]) -> list[list[tuple[str, Any]]]:
+    """The flattened entities, the one naming the most schema fields by its own keys first (a page's
+    ``Organization`` or ``BreadcrumbList`` block never outranks its ``JobPosting``)."""
+    flat = [flatten({k: v for k, v in e.items() if k != "@graph"}) for e in entities(jsonld)]
+
+    def named(paths: list[tuple[str, Any]]) -> int:
+        return sum(1 for f in fields if any((m := match(f, p)) is not None and m.level <= 1 for p, _ in paths))
+
+    return sorted(flat, key=lambda paths: -named(paths))
 
 
 def _walk(value: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
@@ -104,10 +126,11 @@ class Match:
     level: int
     related_rank: int
     depth: int
+    entity: int
     position: int
 
 
-def match(field: str, path: str, position: int = 0) -> Match | None:
+def match(field: str, path: str, position: int = 0, entity: int = 0) -> Match | None:
     """The match of a dotted ``path`` (or a label) to ``field``, or None when the names do not meet."""
     wanted = words(field)
     segments = [s for s in path.split(".") if s]
@@ -118,16 +141,16 @@ def match(field: str, path: str, position: int = 0) -> Match | None:
     rank = _related_rank(wanted, leaf)
     depth = len(segments)
     if _squash(segments[-1]) == _squash(field):
-        return Match(0, rank, depth, position)
+        return Match(0, rank, depth, entity, position)
     if set(wanted) <= set(leaf):
-        return Match(1, rank, depth, position)
+        return Match(1, rank, depth, entity, position)
     names_leaf = rank < _UNRELATED or bool(set(leaf) & NAMING_LEAVES)
     if set(wanted) <= every and names_leaf:
-        return Match(2, rank, depth, position)
+        return Match(2, rank, depth, entity, position)
     if all(w in leaf or _related(w) & set(leaf) for w in wanted):
-        return Match(3, rank, depth, position)
+        return Match(3, rank, depth, entity, position)
     if all(w in every or _related(w) & every for w in wanted) and names_leaf:
-        return Match(4, rank, depth, position)
+        return Match(4, rank, depth, entity, position)
     return None
 
 
@@ -217,7 +240,8 @@ def draft_row(item: Node, own_url: str | None, page: dict[str, Any], accept: Acc
     row: dict[str, Any] = dict.fromkeys(item.fields)
     if own_url is not None and accept(own_url, page.get("url")):
         row[own_url] = page.get("url")
-    scalars = flatten(page.get("jsonld") or [])
+    ranked = main_entity_first(page.get("jsonld") or [], list(item.fields))
+    scalars = [(path, value, rank) for rank, paths in enumerate(ranked) for path, value in paths]
     specs = labelled_specs(str(page.get("text") or ""))
     for name, spec in item.fields.items():
         if name == own_url or spec.node.kind == "object":
@@ -229,8 +253,12 @@ def draft_row(item: Node, own_url: str | None, page: dict[str, Any], accept: Acc
     return row
 
 
-def _candidates(name: str, node: Node, scalars: list[tuple[str, Any]], specs: list[tuple[str, str]]) -> Iterator[Any]:
-    ranked = sorted((m, value) for i, (path, value) in enumerate(scalars) if (m := match(name, path, i)) is not None)
+def _candidates(
+    name: str, node: Node, scalars: list[tuple[str, Any, int]], specs: list[tuple[str, str]]
+) -> Iterator[Any]:
+    ranked = sorted(
+        (m, value) for i, (path, value, entity) in enumerate(scalars) if (m := match(name, path, i, entity)) is not None
+    )
     for _, value in ranked:
         converted = convert_value(node, value)
         if converted is not None:
@@ -241,7 +269,7 @@ def _candidates(name: str, node: Node, scalars: list[tuple[str, Any]], specs: li
         if converted is not None:
             yield converted
     if node.enum is not None:
-        choices = {enum_choice(node, value) for _, value in scalars if isinstance(value, str)} - {None}
+        choices = {enum_choice(node, value) for _, value, _ in scalars if isinstance(value, str)} - {None}
         if len(choices) == 1:
             yield choices.pop()
 

@@ -166,3 +166,31 @@ def test_drafts_are_deterministic_and_every_value_validates(blocks: list[dict[st
     for name, value in row.items():
         if value is not None:
             assert answer.item_field_problem(name, value) is None
+
+
+def test_the_main_entity_outranks_the_sites_other_blocks() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "products": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}, "sku": {"type": "string"}, "price": {"type": "number"}},
+                },
+            }
+        },
+    }
+    answer = AnswerStore(convert(schema), EvidenceCorpus())
+    blocks = [
+        {"@context": "https://schema.org", "@type": "Organization", "name": "Shop Ltd", "url": "https://shop.example"},
+        {
+            "@context": "https://schema.org",
+            "@graph": [
+                {"@type": "BreadcrumbList", "itemListElement": [{"@type": "ListItem", "name": "Home"}]},
+                {"@type": "Product", "name": "Blue Widget", "sku": "BW-1", "offers": {"price": "42.00"}},
+            ],
+        },
+    ]
+    rows, _ = rows_of([{"url": URL, "text": "Posted at 10:30\n" + "Filler. " * 40, "jsonld": blocks}], answer)
+    assert rows == [{"name": "Blue Widget", "sku": "BW-1", "price": 42.0}]
