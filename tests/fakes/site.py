@@ -360,20 +360,16 @@ def panel_app() -> Starlette:
         if record is None:
             return page("Not found", "<p>No such vacancy.</p>")
         about = (
-            f"As our {record['title']} you join a small team that ships every week. You own your work from the "
-            "first sketch to production, review your peers' changes and help new colleagues settle in."
+            f"As our {record['title']} you join a small team that ships every week, owns its work from the first "
+            "sketch to production and reviews its peers' changes."
         )
         jsonld = {
             "@context": "https://schema.org",
             "@type": "JobPosting",
             "title": record["title"],
-            "description": f"<p>{html.escape(about)}</p>",
             "datePosted": record["datePosted"],
             "employmentType": record["employment"].upper().replace("-", "_"),  # FULL_TIME, as schema.org does
-            "jobLocation": {
-                "@type": "Place",
-                "address": {"@type": "PostalAddress", "addressLocality": record["location"], "addressCountry": "EU"},
-            },
+            "jobLocation": {"@type": "Place", "address": {"addressLocality": record["location"]}},
             "hiringOrganization": {"@type": "Organization", "name": CAREER_COMPANY},
         }
         return page(
