@@ -30,9 +30,9 @@ from openbrowse.agent.browser_pages import (
     open_tab,
 )
 from openbrowse.agent.delivery import envelope, save
-from openbrowse.agent.draft_rows import draft_rows
 from openbrowse.agent.page_scripts import READ_PAGE, read_when_ready
 from openbrowse.agent.timeouts import TIMEOUTS
+from openbrowse.agent.tools.draft_file import draft_note, save_drafts
 from openbrowse.agent.tools.pacing import tab_spacing
 from openbrowse.agent.tools.wave_tabs import WaveTabs
 from openbrowse.domain.feed import EventCategory
@@ -49,7 +49,6 @@ PANEL_ATTACH_TIMEOUT = 10.0
 STALE_RETRY = 0.05
 PAGES_FILE = "pages.json"
 STATUS_FILE = "read_pages_status.json"
-DRAFT_FILE = "rows_draft.json"
 
 
 class ReadPagesParams(BaseModel):
@@ -331,42 +330,10 @@ async def run_read_pages(
         if page is not None:
             reading.pages[url] = page
     save(ctx.files_dir, PAGES_FILE, json.dumps(list(reading.pages.values()), ensure_ascii=False), file_system)
-    drafts = _save_drafts(ctx, file_system)
+    drafts = save_drafts(ctx, file_system)
     save(ctx.files_dir, STATUS_FILE, json.dumps(list(reading.statuses.values()), ensure_ascii=False), file_system)
-    note = _note(batch, reader, unattempted, ctx) + _draft_note(drafts)
+    note = _note(batch, reader, unattempted, ctx) + draft_note(drafts)
     return envelope(note, PAGES_FILE, [reading.statuses[u] for u in batch.urls])
-
-
-def _save_drafts(ctx: ToolContext, file_system: FileSystem | None) -> int | None:
-    """With a store of object items: write the cumulative draft rows (after pages.json, whose text is the
-    evidence the store checks them against) and link each page's status to its row; the number of rows."""
-    store = ctx.store
-    if store is None or store.item_node is None or store.item_node.kind != "object":
-        return None
-    rows, source = draft_rows(
-        store.item_node,
-        store.own_url_field,
-        list(ctx.reading.pages.values()),
-        lambda name, value: store.item_field_problem(name, value) is None,
-    )
-    save(ctx.files_dir, DRAFT_FILE, json.dumps(rows, ensure_ascii=False, indent=1), file_system)
-    for url, status in ctx.reading.statuses.items():
-        if status.get("ok"):
-            status["sourceRow"] = source.get(url)
-    return len(rows)
-
-
-def _draft_note(drafts: int | None) -> str:
-    if drafts is None:
-        return ""
-    if not drafts:
-        return f" No page had enough text for a draft row ({DRAFT_FILE} is empty)."
-    return (
-        f" {drafts} draft row(s), one per page read (its URL, JSON-LD values and labelled specs matched to the "
-        f"output's fields, unknowns left empty), are in {DRAFT_FILE}: check a few, then "
-        f'add_items_from_file("{DRAFT_FILE}") loads them (update_items_from_file merges them into items you '
-        "already added); sourceRow in read_pages_status.json links each page to its row."
-    )
 
 
 def _note(batch: Batch, reader: Reader, unattempted: list[str], ctx: ToolContext) -> str:
