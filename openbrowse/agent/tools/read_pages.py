@@ -166,6 +166,8 @@ class Reader:
         self.errors: dict[str, str] = {}
         self.home = browser.agent_focus_target_id
         self.wave_tabs = WaveTabs(browser, self.home)
+        self.loads: list[asyncio.Task[str | None]] = []
+        """Every load ahead started by the waves: the reader owns them and settles them before closing the tabs."""
 
     async def run(self, urls: list[str]) -> list[str]:
         """Read ``urls``; return the ones never attempted because the budget ran out."""
@@ -178,7 +180,7 @@ class Reader:
                 following = waves[number] if number < len(waves) else []
                 upcoming = await self._wave(wave, number, len(waves), upcoming, following)
         finally:
-            await asyncio.shield(self._settle(upcoming))
+            await asyncio.shield(self._settle())
         for url in [u for u in urls if u in self.errors]:
             if self.deadline - time.monotonic() < MIN_TIME_FOR_WAVE:
                 break
@@ -230,18 +232,22 @@ class Reader:
         Returns those loads (the next wave's tabs, in order)."""
         started = time.monotonic()
         spacing = tab_spacing(len(wave), self.ctx.active_sessions())
-        if not loading:
-            loaded = await self.wave_tabs.load(wave, spacing)
-            targets: list[str | None] = [target for _, target in loaded]
+        targets: list[str | None] = [] if loading else [t for _, t in await self.wave_tabs.load(wave, spacing)]
         upcoming: list[asyncio.Task[str | None]] = []
         for index, url in enumerate(wave):
-            target = (await loading[index] if index < len(loading) else None) if loading else targets[index]
+            if not loading:
+                target = targets[index]
+            elif index < len(loading):
+                target = await loading[index]
+            else:  # the previous wave stopped loading ahead (time budget): load it now
+                target = await self._load(None, url)
             ok = target is not None and await self._read(url, target)
             if target is not None and not ok:
                 await self.wave_tabs.discard(target)
             if not spacing and index < len(following) and self.deadline - time.monotonic() >= MIN_TIME_FOR_WAVE:
                 reused = target if ok else None
                 upcoming.append(asyncio.create_task(self._load(reused, following[index])))
+                self.loads.append(upcoming[-1])
         ok_count = sum(1 for u in wave if u in self.results)
         inside = sum(1 for u in wave if self.results.get(u, {}).get("frameMatched"))
         summary = f"read_pages wave {number}/{total}: {ok_count} of {len(wave)} pages ok"
@@ -260,11 +266,11 @@ class Reader:
             self.errors[url] = str(exc)[:300] or type(exc).__name__
             return None
 
-    async def _settle(self, loads: list[asyncio.Task[str | None]]) -> None:
-        """Loads of a wave that will not be read (budget, failure) end before the wave's tabs close."""
-        for task in loads:
-            task.cancel()
-        await asyncio.gather(*loads, return_exceptions=True)
+    async def _settle(self) -> None:
+        """Loads of a wave that will not be read (budget, failure, cancellation) finish before the tabs close;
+        they are not cancelled, as a tab being opened would then be created without the pool knowing it."""
+        await asyncio.gather(*self.loads, return_exceptions=True)
+        self.loads.clear()
         await self.wave_tabs.close()
 
     async def _read(self, url: str, target_id: str, frame_filter: str | None = None) -> bool:
