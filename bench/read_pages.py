@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -79,19 +80,39 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=48)
     parser.add_argument("--latency", type=float, default=0.0, help="seconds the fake model takes per agent step")
     parser.add_argument("--markdown", action="store_true")
-    parser.add_argument("--iterations", type=int, default=1, help="repeat the comparison; the ratios are summarised")
+    parser.add_argument("--iterations", type=int, default=1, help="repeat the comparison; the figures are summarised")
     args = parser.parse_args()
-    ratios = [compare(args.pages, args.latency) for _ in range(max(1, args.iterations))]
-    if len(ratios) > 1:
-        ratios.sort()
-        print(
-            f"\nSpeed-up over {len(ratios)} runs: min {ratios[0]:.1f}x, median {statistics.median(ratios):.1f}x, "
-            f"max {ratios[-1]:.1f}x."
-        )
+    runs = [compare(args.pages, args.latency) for _ in range(max(1, args.iterations))]
+    if len(runs) > 1:
+        summarise(runs, args.pages, args.latency)
 
 
-def compare(pages: int, latency: float) -> float:
-    """One side-by-side run: print its table and return the speed-up of the reading phase."""
+def spread(values: list[float], digits: int = 1) -> str:
+    ordered = sorted(values)
+    return f"{ordered[0]:.{digits}f} / {statistics.median(ordered):.{digits}f} / {ordered[-1]:.{digits}f}"
+
+
+def summarise(runs: list[dict[str, Any]], pages: int, latency: float) -> None:
+    lines = [
+        "",
+        f"Over {len(runs)} runs ({pages} pages, model latency {latency:g} s/step), min / median / max:",
+        "",
+        "| side | reading phase (s) | session wall (s) |",
+        "|---|---|---|",
+        *(
+            f"| {label} | {spread([r[side]['phase'] for r in runs])} | {spread([r[side]['wall'] for r in runs])} |"
+            for side, label in (("batched", "read_pages"), ("single", "one by one"))
+        ),
+        "",
+        f"Speed-up of the reading phase: {spread([r['ratio'] for r in runs])}x; "
+        f"1-min load average at the runs' starts: {spread([r['load'] for r in runs])}.",
+    ]
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def compare(pages: int, latency: float) -> dict[str, Any]:
+    """One side-by-side run: print its table and return both sides' figures and the speed-up."""
+    load = os.getloadavg()[0]
     with (
         tempfile.TemporaryDirectory(prefix="read-pages-bench-") as home,
         FakeProvider() as fake,
@@ -128,10 +149,11 @@ def compare(pages: int, latency: float) -> float:
         f"| read_pages | {batched['phase']:.1f} | {batched['wall']:.1f} | {batched['steps']} | {batched['read']} |",
         f"| one by one | {single['phase']:.1f} | {single['wall']:.1f} | {single['steps']} | {single['read']} |",
         "",
-        f"Speed-up of the reading phase: **{ratio:.1f}x** ({pages} pages, model latency {latency:g} s/step).",
+        f"Speed-up of the reading phase: **{ratio:.1f}x** ({pages} pages, model latency {latency:g} s/step; "
+        f"1-min load average {load:.1f} at the start).",
     ]
     sys.stdout.write("\n".join(lines) + "\n")
-    return ratio
+    return {"batched": batched, "single": single, "ratio": ratio, "load": load}
 
 
 if __name__ == "__main__":

@@ -17,7 +17,15 @@ from typing import Any
 
 from openbrowse.agent.coverage import coverage_line
 from openbrowse.agent.evidence import EvidenceCorpus, canonical_url
-from openbrowse.agent.schema_model import Node, coerce, empty_instance, errors, is_empty, strip_to_schema
+from openbrowse.agent.schema_model import (
+    Node,
+    coerce,
+    empty_instance,
+    errors,
+    is_empty,
+    own_url_field,
+    strip_to_schema,
+)
 
 STUB_LIMIT = 2
 LONG_VALUE = 120
@@ -44,18 +52,13 @@ class AnswerStore:
         self._resolve_file = resolve_file or (lambda name: (files_dir or Path(".")) / name)
         self.answer_key = next((n for n, f in model.fields.items() if f.node.kind == "array"), None)
         self.item_node = model.fields[self.answer_key].node.items if self.answer_key else None
-        self.own_url_field = self._own_url_field()
+        self.own_url_field = own_url_field(self.item_node, self.answer_key)
         self._content: dict[str, Any] = empty_instance(model)
         self.absent: dict[str, str] = {}
         self.refused: dict[str, Any] = {}
         self.version = 0
         self.reads_at_bounce: int | None = None
         self._mirror()
-
-    def _own_url_field(self) -> str | None:
-        if self.item_node is None or self.item_node.kind != "object":
-            return None
-        return next((n for n, f in self.item_node.fields.items() if f.node.guard == "url"), None)
 
     # -- reading ---------------------------------------------------------------------------------------------
     @property
@@ -229,6 +232,17 @@ class AnswerStore:
         for name in names:
             self.absent[name] = reason.strip()
         return self._written(f"Marked absent: {', '.join(names)}.")
+
+    def item_field_problem(self, name: str, value: Any) -> str | None:
+        """Why a write of ``value`` into the item field ``name`` would be refused (None when it would pass)."""
+        if self.item_node is None or self.item_node.kind != "object" or name not in self.item_node.fields:
+            return f"'{name}' is not a field of the items."
+        node = self.item_node.fields[name].node
+        try:
+            self._check(node, coerce(node, value), name)
+        except StoreError as refusal:
+            return str(refusal)
+        return None
 
     # -- guards ----------------------------------------------------------------------------------------------
     def _check_absence_earned(self, names: list[str], item_names: list[str]) -> None:

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from browser_use import BrowserSession
 
-from openbrowse.agent.page_scripts import RENDER_PROBE
+from openbrowse.agent.page_scripts import RENDER_PROBE, STALE_MARK
 
 RENDER_TIMEOUT = 25.0
 RENDER_POLL = 0.15
@@ -126,6 +126,16 @@ def _owner_tab(all_frames: dict[str, dict[str, Any]], frame_id: str) -> str | No
 async def open_tab(browser: BrowserSession, url: str) -> str:
     reply = await browser.cdp_client.send.Target.createTarget(params={"url": url, "background": True})
     return str(reply["targetId"])
+
+
+async def navigate_tab(browser: BrowserSession, target_id: str, url: str) -> None:
+    """Load ``url`` in an open tab (its renderer reused), marking the document it replaces as stale first so a
+    read never mistakes the old page for the new one."""
+    session = await browser.get_or_create_cdp_session(target_id, focus=False)
+    await _evaluate_in(session.session_id, session.cdp_client, f"window.{STALE_MARK} = true")
+    reply = await session.cdp_client.send.Page.navigate(params={"url": url}, session_id=session.session_id)
+    if reply.get("errorText"):
+        raise PageScriptError(f"the page could not load: {reply['errorText']}")
 
 
 async def focus_tab(browser: BrowserSession, target_id: str) -> None:

@@ -29,19 +29,40 @@ SCROLL_UNTIL_STABLE = f"""
 """
 
 
-def collect_links(attr: str | None, visible_only: bool) -> str:
-    """A function body for ``callFunctionOn`` / an expression: every anchor below ``this`` (or the document)."""
+RELAXED_ATTRS = ("data-href", "data-url", "data-link", "data-job-url")
+
+
+def collect_links(attr: str | None, visible_only: bool, avoid: str | None = None) -> str:
+    """A function body for ``callFunctionOn`` / an expression: every anchor below ``this`` (or the document).
+
+    ``avoid`` is the relaxed reading of a panel whose anchors were rewritten to the host page's URL: each element
+    gives the first of its ``data-href``-like attributes and ``href`` that resolves to another URL than ``avoid``.
+    """
+    relaxed = [*RELAXED_ATTRS, "href"] if avoid else []
+    selector = "a[href]" + (f", [{attr}]" if attr else "") + "".join(f", [{name}]" for name in relaxed[:-1])
     return f"""
 function() {{
   const root = (this && this.querySelectorAll) ? this : document;
   const attr = {json.dumps(attr)};
   const visibleOnly = {json.dumps(visible_only)};
+  const avoid = {json.dumps(avoid)};
+  const relaxed = {json.dumps(relaxed)};
+  const resolve = raw => {{ try {{ return new URL(raw, document.baseURI).href; }} catch (e) {{ return null; }} }};
+  const bare = url => url.split('#')[0];
   const out = [];
-  for (const a of root.querySelectorAll(attr ? 'a[href], [' + attr + ']' : 'a[href]')) {{
-    const raw = attr ? a.getAttribute(attr) : a.href;
-    if (!raw) continue;
-    let href;
-    try {{ href = new URL(raw, document.baseURI).href; }} catch (e) {{ continue; }}
+  for (const a of root.querySelectorAll({json.dumps(selector)})) {{
+    let href = null;
+    if (avoid) {{
+      for (const name of relaxed) {{
+        const raw = a.getAttribute(name);
+        const url = raw && resolve(raw);
+        if (url && bare(url) !== avoid) {{ href = url; break; }}
+      }}
+    }} else {{
+      const raw = attr ? a.getAttribute(attr) : a.href;
+      href = raw && resolve(raw);
+    }}
+    if (!href) continue;
     if (visibleOnly) {{
       const r = a.getBoundingClientRect();
       if (!r.width || !r.height || getComputedStyle(a).visibility === 'hidden') continue;
@@ -76,21 +97,41 @@ RENDER_PROBE = """
 """
 
 
+STALE_MARK = "__openbrowseStale"
+SETTLED_MS = 100
+TIMER_FALLBACK_MS = 1000
+
+
 def read_when_ready(timeout_ms: int, min_chars: int) -> str:
-    """Wait in the page until it is loaded and its text stopped growing (100 ms apart), then read it."""
+    """Wait in the page until it is loaded, rendered in the foreground and its text stopped growing, then read it.
+
+    The text is sampled once per animation frame, which only fires while the tab is really painted in the
+    foreground, and must be unchanged across two frames, at least 100 ms after the load event ended: a page
+    loaded in its background tab while its siblings were read costs two frames instead of a fixed 100 ms wait.
+    A tab that paints no frame for a second (no compositor) falls back to samples 100 ms apart.
+    """
     return f"""
 (async () => {{
-  const deadline = Date.now() + {timeout_ms};
+  const started = Date.now(), deadline = started + {timeout_ms};
   const chars = () => document.body ? document.body.innerText.length : 0;
-  let last = -1;
+  const frame = () => new Promise(r => requestAnimationFrame(() => r(true)));
+  const pause = ms => new Promise(r => setTimeout(() => r(false), ms));
+  const settledMs = () => {{
+    const nav = performance.getEntriesByType('navigation')[0];
+    if (!nav) return Infinity;
+    return nav.loadEventEnd ? performance.now() - nav.loadEventEnd : -1;
+  }};
+  let last = -1, frames = 0;
   while (Date.now() < deadline) {{
-    if (document.readyState === 'complete') {{
-      const now = chars();
-      if (now >= {min_chars} && now === last) break;
-      last = now;
-    }}
-    await new Promise(r => setTimeout(r, 100));
+    if (window.{STALE_MARK}) return null;  // a reused tab still shows the page it is navigating away from
+    if (await Promise.race([frame(), pause({SETTLED_MS})])) frames++;
+    if (document.readyState !== 'complete') {{ last = -1; continue; }}
+    const now = chars();
+    const painted = frames >= 2 || Date.now() - started > {TIMER_FALLBACK_MS};
+    if (now >= {min_chars} && now === last && painted && settledMs() >= {SETTLED_MS}) break;
+    last = now;
   }}
+  if (window.{STALE_MARK}) return null;
   return {READ_PAGE.strip()};
 }})()
 """

@@ -278,3 +278,27 @@ def strip_to_schema(node: Node, value: Any) -> Any:
 def empty_instance(node: Node) -> dict[str, Any]:
     """The store's shape at step zero: lists empty, every other field null."""
     return {name: [] if spec.node.kind == "array" else None for name, spec in node.fields.items()}
+
+
+_OTHER_URL_WORDS = frozenset(
+    {"apply", "application", "image", "img", "logo", "photo", "picture", "thumbnail", "icon", "video", "avatar"}
+    | {"pdf", "download", "company", "website", "homepage", "map", "cv", "resume"}
+)
+
+
+def own_url_field(item: Node | None, answer_key: str | None = None) -> str | None:
+    """The URL-guarded item field naming the item's own page: ``url``/``link``/``<item>Url``/``detailUrl``… first,
+    else the first URL field not about something else (an image, a logo, an application form…)."""
+    if item is None or item.kind != "object":
+        return None
+    candidates = [name for name, spec in item.fields.items() if spec.node.kind == "string" and spec.node.guard == "url"]
+    singular = {w[:-1] if w.endswith("s") and len(w) > 3 else w for w in _name_words(answer_key or "")}
+    plain = {"url", "uri", "href", "link", "page", "detail", "item", "listing", "permalink", "own", "canonical"}
+    for name in candidates:
+        if set(_name_words(name)) <= plain | singular:
+            return name
+    return next((n for n in candidates if not set(_name_words(n)) & _OTHER_URL_WORDS), None)
+
+
+def _name_words(name: str) -> list[str]:
+    return [w.lower() for w in re.findall(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+", name)]

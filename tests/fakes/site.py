@@ -10,6 +10,7 @@ import html
 import itertools
 import json
 from dataclasses import dataclass, field
+from urllib.parse import quote
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
@@ -224,10 +225,21 @@ def shop_app(state: ShopState, panel_url: str) -> Starlette:
         )
 
     async def careers(request: Request) -> Response:
+        """The careers page embedding the board; ``?embed=rewritten`` has the board's embed script point every
+        anchor at this page (keeping the real target in ``data-href``), ``?embed=late`` inserts the board 1.5 s
+        after load."""
+        board = f"{panel_url}/board"
+        embed = request.query_params.get("embed")
+        if embed == "rewritten":
+            board += "?host=" + quote(str(request.url), safe="")
+        frame = f'<iframe src="{board}" width="900" height="500" title="jobs board"></iframe>'
+        if embed == "late":
+            frame = (
+                '<div id="board"></div><script>setTimeout(() => { document.getElementById("board").innerHTML = '
+                f"{json.dumps(frame)}; }}, 1500);</script>"
+            )
         return page(
-            f"Careers at {CAREER_COMPANY}",
-            "<p>Our open vacancies are listed on the jobs board below.</p>"
-            f'<iframe src="{panel_url}/board" width="900" height="500" title="jobs board"></iframe>',
+            f"Careers at {CAREER_COMPANY}", f"<p>Our open vacancies are listed on the jobs board below.</p>{frame}"
         )
 
     async def colour(request: Request) -> Response:
@@ -334,26 +346,37 @@ def panel_app() -> Starlette:
 
     async def board(request: Request) -> Response:
         rows = "".join(f'<li><a href="{r["path"]}">{html.escape(r["title"])}</a></li>' for r in records.values())
+        host = request.query_params.get("host")
+        if host:  # an embed script that routes clicks itself: every href points at the host page
+            rows += (
+                "<script>for (const a of document.querySelectorAll('a')) { a.dataset.href = a.getAttribute('href');"
+                f" a.href = {json.dumps(host)} + '#vacancy'; a.onclick = e => {{ e.preventDefault();"
+                " location.href = a.dataset.href; }; }</script>"
+            )
         return page("Jobs board", f"<ul>{rows}</ul>")
 
     async def vacancy(request: Request) -> Response:
         record = records.get(request.url.path)
         if record is None:
             return page("Not found", "<p>No such vacancy.</p>")
+        about = (
+            f"As our {record['title']} you join a small team that ships every week, owns its work from the first "
+            "sketch to production and reviews its peers' changes."
+        )
         jsonld = {
             "@context": "https://schema.org",
             "@type": "JobPosting",
             "title": record["title"],
             "datePosted": record["datePosted"],
-            "employmentType": record["employment"],
-            "jobLocation": {"@type": "Place", "address": record["location"]},
+            "employmentType": record["employment"].upper().replace("-", "_"),  # FULL_TIME, as schema.org does
+            "jobLocation": {"@type": "Place", "address": {"addressLocality": record["location"]}},
             "hiringOrganization": {"@type": "Organization", "name": CAREER_COMPANY},
         }
         return page(
             record["title"],
             f'<script type="application/ld+json">{json.dumps(jsonld)}</script>'
             f"<p>Location: {html.escape(record['location'])}</p><p>Employment: {record['employment']}</p>"
-            "<p>Apply by email to the hiring team.</p>",
+            f"<p>{html.escape(about)}</p><p>Apply by email to the hiring team.</p>",
         )
 
     return Starlette(

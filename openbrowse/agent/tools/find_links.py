@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
     from openbrowse.agent.tools.context import ToolContext
 
 RESCAN_DELAY = 3.0
+POLL = 0.25
+COUNT = "document.querySelectorAll('a[href]').length + document.querySelectorAll('iframe').length"
 FOUND_FILE = "found_links.json"
 
 
@@ -42,9 +46,9 @@ class FindLinksParams(BaseModel):
 
 
 async def _scan_document(
-    browser: BrowserSession, params: FindLinksParams, frame: FrameRef | None
+    browser: BrowserSession, params: FindLinksParams, frame: FrameRef | None, avoid: str | None = None
 ) -> tuple[dict[str, Any], int]:
-    collect = f"({collect_links(params.attr, params.visible_only)}).call(document)"
+    collect = f"({collect_links(params.attr, params.visible_only, avoid)}).call(document)"
     if frame is not None:
         scrolled = await evaluate_in_frame(browser, frame, SCROLL_UNTIL_STABLE)
         result = await evaluate_in_frame(browser, frame, collect)
@@ -102,16 +106,48 @@ def _filter(raw: list[dict[str, Any]], params: FindLinksParams) -> list[dict[str
 
 
 async def _matched_frames(browser: BrowserSession, needle: str) -> list[FrameRef]:
+    """The attached frames whose URL contains ``needle``; an embed still loading gets up to 3 s to attach and
+    to finish loading its document."""
+    deadline = time.monotonic() + RESCAN_DELAY
     frames = [f for f in await frames_of(browser) if needle in f.url]
-    if not frames:
-        await asyncio.sleep(RESCAN_DELAY)
+    while not frames and time.monotonic() < deadline:
+        await asyncio.sleep(POLL)
         frames = [f for f in await frames_of(browser) if needle in f.url]
     if not frames:
         raise RuntimeError(
             f"No embedded frame whose URL contains '{needle}' is attached; the embed may still be loading. "
             "Wait a moment and call find_links again, or check the frame URL."
         )
+    for frame in frames:
+        while time.monotonic() < deadline:
+            try:
+                if await evaluate_in_frame(browser, frame, "document.readyState") == "complete":
+                    break
+            except PageScriptError:
+                pass
+            await asyncio.sleep(POLL)
     return frames
+
+
+async def _anchor_count(browser: BrowserSession, targets: list[FrameRef | None]) -> int:
+    total = 0
+    for frame in targets:
+        try:
+            count = await (evaluate_in_frame(browser, frame, COUNT) if frame else evaluate(browser, COUNT))
+        except PageScriptError:
+            count = 0
+        total += int(count or 0)
+    return total
+
+
+async def _wait_for_more(browser: BrowserSession, targets: list[FrameRef | None], before: int) -> float:
+    """Wait (at most 3 s) until the anchor and frame count changes; the seconds waited."""
+    started = time.monotonic()
+    while time.monotonic() - started < RESCAN_DELAY:
+        await asyncio.sleep(POLL)
+        if await _anchor_count(browser, targets) != before:
+            break
+    return time.monotonic() - started
 
 
 async def run_find_links(
@@ -125,12 +161,15 @@ async def run_find_links(
     targets: list[FrameRef | None] = (
         list(await _matched_frames(browser, params.frame_url_contains)) if params.frame_url_contains else [None]
     )
-    raw, anchors, iframes, rounds = await _scan(browser, params, targets)
-    links = _filter(raw, params)
-    if len(links) <= 2 and (anchors > len(links) or iframes):
-        await asyncio.sleep(RESCAN_DELAY)
-        raw, anchors, iframes, rounds = await _scan(browser, params, targets)
-        links = _filter(raw, params)
+    scan = await _scan(browser, params, targets)
+    links = _filter(scan.raw, params)
+    waited = 0.0
+    if len(links) <= 2 and (scan.anchors > len(links) or scan.iframes):  # suspicious: rescanned once
+        waited = await _wait_for_more(browser, targets, await _anchor_count(browser, targets))
+        if params.frame_url_contains:
+            targets = [f for f in await frames_of(browser) if params.frame_url_contains in f.url] or targets
+        scan = await _scan(browser, params, targets)
+        links = _filter(scan.raw, params)
     reading = ctx.reading
     reading.found = links
     reading.found_frame = params.frame_url_contains
@@ -138,33 +177,63 @@ async def run_find_links(
     save(ctx.files_dir, FOUND_FILE, json.dumps(links, ensure_ascii=False, indent=1), file_system)
     ctx.clipboard.seed("found_links", f"{len(links)} link(s) in {FOUND_FILE}")
     where = f" inside frame '{params.frame_url_contains}'" if params.frame_url_contains else ""
-    telemetry = f"find_links: {len(links)} link(s) matched from {anchors} anchor(s){where}, scrolled {rounds} round(s)"
-    await ctx.event(EventCategory.READ, "find_links", telemetry, links=len(links), anchors=anchors)
+    telemetry = (
+        f"find_links: {len(links)} link(s) matched from {scan.anchors} anchor(s){where}, "
+        f"scrolled {scan.rounds} round(s)"
+    )
+    if waited:
+        telemetry += f", rescanned after {waited:.1f}s"
+    if scan.relaxed:
+        telemetry += f", {scan.relaxed} panel(s) with anchors rewritten to the host page read by a relaxed rescan"
+    await ctx.event(EventCategory.READ, "find_links", telemetry, links=len(links), anchors=scan.anchors)
     note = f"{len(links)} link(s) found{where}; saved to {FOUND_FILE}. Next: read_pages() with no arguments reads them"
     offhost = sum(1 for link in links if link.get("offhost"))
     note += f" ({offhost} off-host link(s) skipped)." if offhost else "."
-    if iframes and not params.frame_url_contains:
+    if scan.relaxed:
+        note += " The panel's anchors pointed at the host page; their real targets were read from data attributes."
+    if scan.iframes and not params.frame_url_contains:
         hints = [f.url for f in await frames_of(browser) if f.cross_origin][:5]
         if hints:
             note += f" This page embeds panels ({', '.join(hints)}); pass frame_url_contains to list links inside one."
     return envelope(note, FOUND_FILE, links)
 
 
-async def _scan(
-    browser: BrowserSession, params: FindLinksParams, targets: list[FrameRef | None]
-) -> tuple[list[dict[str, Any]], int, int, int]:
-    raw: list[dict[str, Any]] = []
-    anchors = iframes = rounds = 0
+@dataclass
+class Scan:
+    raw: list[dict[str, Any]] = field(default_factory=list)
+    anchors: int = 0
+    iframes: int = 0
+    rounds: int = 0
+    relaxed: int = 0
+    """Panels whose anchors pointed at the host page, salvaged by a relaxed rescan."""
+
+
+async def _scan(browser: BrowserSession, params: FindLinksParams, targets: list[FrameRef | None]) -> Scan:
+    scan = Scan()
     for frame in targets:
         try:
             result, scrolled = await _scan_document(browser, params, frame)
+            host_page = _bare(frame.top_url) if frame is not None else ""
+            if host_page and _rewritten(result.get("links", []), host_page):
+                result, _ = await _scan_document(browser, params, frame, avoid=host_page)
+                scan.relaxed += 1
         except PageScriptError as exc:
             raise RuntimeError(f"Could not read links: {exc}") from exc
-        raw += result.get("links", [])
-        anchors += int(result.get("anchors", 0))
-        iframes += int(result.get("iframes", 0))
-        rounds = max(rounds, scrolled)
-    return raw, anchors, iframes, rounds
+        scan.raw += result.get("links", [])
+        scan.anchors += int(result.get("anchors", 0))
+        scan.iframes += int(result.get("iframes", 0))
+        scan.rounds = max(scan.rounds, scrolled)
+    return scan
+
+
+def _bare(url: str) -> str:
+    return url.split("#", 1)[0]
+
+
+def _rewritten(links: list[dict[str, Any]], host_page: str) -> bool:
+    """Most of a panel's anchors point at the page embedding it: an embed script rewrote them."""
+    hits = sum(1 for link in links if _bare(str(link.get("href", ""))) == host_page)
+    return hits >= 2 and hits * 2 >= len(links)
 
 
 def register_find_links(tools: Tools[Any], ctx: ToolContext) -> None:

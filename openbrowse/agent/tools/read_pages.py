@@ -32,7 +32,9 @@ from openbrowse.agent.browser_pages import (
 from openbrowse.agent.delivery import envelope, save
 from openbrowse.agent.page_scripts import READ_PAGE, read_when_ready
 from openbrowse.agent.timeouts import TIMEOUTS
+from openbrowse.agent.tools.draft_file import draft_note, save_drafts
 from openbrowse.agent.tools.pacing import tab_spacing
+from openbrowse.agent.tools.wave_tabs import WaveTabs
 from openbrowse.domain.feed import EventCategory
 
 if TYPE_CHECKING:
@@ -44,6 +46,7 @@ MAX_URLS = 48
 WAVE_SIZE = 6
 MIN_TIME_FOR_WAVE = 30.0
 PANEL_ATTACH_TIMEOUT = 10.0
+STALE_RETRY = 0.05
 PAGES_FILE = "pages.json"
 STATUS_FILE = "read_pages_status.json"
 
@@ -86,18 +89,22 @@ def choose_batch(ctx: ToolContext, params: ReadPagesParams) -> Batch | str:
 
 async def read_one(browser: BrowserSession, target_id: str, url: str, frame_filter: str | None) -> dict[str, Any]:
     """Focus the tab and read it once it rendered (inside the matching panel when filtered)."""
-    await focus_tab(browser, target_id)
     deadline = time.monotonic() + RENDER_TIMEOUT
     page: Any = None
+    first = True
     while time.monotonic() < deadline:
         remaining_ms = int((deadline - time.monotonic()) * 1000)
+        script = read_when_ready(remaining_ms, MIN_RENDER_CHARS)
         try:
-            page = await evaluate(browser, read_when_ready(remaining_ms, MIN_RENDER_CHARS), target_id)
+            page = (
+                await _read_focused(browser, target_id, script) if first else await evaluate(browser, script, target_id)
+            )
         except PageScriptError:  # the document was replaced mid-read (navigation committed): read the new one
             page = None
+        first = False
         if isinstance(page, dict) and not str(page.get("url", "")).startswith("about:"):
             break
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(STALE_RETRY)
     if not isinstance(page, dict) or str(page.get("url", "")).startswith("about:"):
         raise PageScriptError("the page did not load within 25 s")
     page["frameMatched"] = False
@@ -126,6 +133,18 @@ async def read_one(browser: BrowserSession, target_id: str, url: str, frame_filt
     }
 
 
+async def _read_focused(browser: BrowserSession, target_id: str, script: str) -> Any:
+    """Focus the tab and run the read script together: the script counts painted frames, which only come once
+    the tab is in the foreground, so it need not wait for the focus reply before being sent."""
+    outcomes: tuple[Any, ...] = await asyncio.gather(
+        focus_tab(browser, target_id), evaluate(browser, script, target_id), return_exceptions=True
+    )
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return outcomes[1]
+
+
 async def _panel_frames(browser: BrowserSession, target_id: str, needle: str) -> list[FrameRef]:
     deadline = time.monotonic() + PANEL_ATTACH_TIMEOUT
     while True:
@@ -146,14 +165,22 @@ class Reader:
         self.results: dict[str, dict[str, Any]] = {}
         self.errors: dict[str, str] = {}
         self.home = browser.agent_focus_target_id
+        self.wave_tabs = WaveTabs(browser, self.home)
+        self.loads: list[asyncio.Task[str | None]] = []
+        """Every load ahead started by the waves: the reader owns them and settles them before closing the tabs."""
 
     async def run(self, urls: list[str]) -> list[str]:
         """Read ``urls``; return the ones never attempted because the budget ran out."""
         waves = [urls[i : i + WAVE_SIZE] for i in range(0, len(urls), WAVE_SIZE)]
-        for number, wave in enumerate(waves, 1):
-            if self.deadline - time.monotonic() < MIN_TIME_FOR_WAVE:
-                return [u for w in waves[number - 1 :] for u in w]
-            await self._wave(wave, number, len(waves))
+        upcoming: list[asyncio.Task[str | None]] = []
+        try:
+            for number, wave in enumerate(waves, 1):
+                if self.deadline - time.monotonic() < MIN_TIME_FOR_WAVE:
+                    return [u for w in waves[number - 1 :] for u in w]
+                following = waves[number] if number < len(waves) else []
+                upcoming = await self._wave(wave, number, len(waves), upcoming, following)
+        finally:
+            await asyncio.shield(self._settle())
         for url in [u for u in urls if u in self.errors]:
             if self.deadline - time.monotonic() < MIN_TIME_FOR_WAVE:
                 break
@@ -198,36 +225,71 @@ class Reader:
                 break
             await self._attempt([page["url"]])
 
-    async def _wave(self, wave: list[str], number: int, total: int) -> None:
+    async def _wave(
+        self, wave: list[str], number: int, total: int, loading: list[asyncio.Task[str | None]], following: list[str]
+    ) -> list[asyncio.Task[str | None]]:
+        """Read one wave; unless paced, each tab starts loading its page of the following wave once read.
+        Returns those loads (the next wave's tabs, in order)."""
         started = time.monotonic()
         spacing = tab_spacing(len(wave), self.ctx.active_sessions())
-        await self._attempt(wave, spacing)
-        ok = sum(1 for u in wave if u in self.results)
+        targets: list[str | None] = [] if loading else [t for _, t in await self.wave_tabs.load(wave, spacing)]
+        upcoming: list[asyncio.Task[str | None]] = []
+        for index, url in enumerate(wave):
+            if not loading:
+                target = targets[index]
+            elif index < len(loading):
+                target = await loading[index]
+            else:  # the previous wave stopped loading ahead (time budget): load it now
+                target = await self._load(None, url)
+            ok = target is not None and await self._read(url, target)
+            if target is not None and not ok:
+                await self.wave_tabs.discard(target)
+            if not spacing and index < len(following) and self.deadline - time.monotonic() >= MIN_TIME_FOR_WAVE:
+                reused = target if ok else None
+                upcoming.append(asyncio.create_task(self._load(reused, following[index])))
+                self.loads.append(upcoming[-1])
+        ok_count = sum(1 for u in wave if u in self.results)
         inside = sum(1 for u in wave if self.results.get(u, {}).get("frameMatched"))
-        summary = f"read_pages wave {number}/{total}: {ok} of {len(wave)} pages ok"
+        summary = f"read_pages wave {number}/{total}: {ok_count} of {len(wave)} pages ok"
         if inside:
             summary += f", {inside} read inside their embedded panel"
         summary += f" ({time.monotonic() - started:.1f}s"
         summary += f", paced {spacing * 1000:.0f}ms/tab)" if spacing else ")"
-        await self.ctx.event(EventCategory.READ, "read_pages", summary, wave=number, waves=total, ok=ok)
+        await self.ctx.event(EventCategory.READ, "read_pages", summary, wave=number, waves=total, ok=ok_count)
+        return upcoming
 
-    async def _attempt(self, urls: list[str], spacing: float = 0.0, frame_filter: str | None = None) -> None:
+    async def _load(self, target: str | None, url: str) -> str | None:
+        """A page of the next wave loading in a tab already read (or a fresh one); None when it could not."""
+        try:
+            return await self.wave_tabs.reuse(target, url)
+        except Exception as exc:
+            self.errors[url] = str(exc)[:300] or type(exc).__name__
+            return None
+
+    async def _settle(self) -> None:
+        """Loads of a wave that will not be read (budget, failure, cancellation) finish before the tabs close;
+        they are not cancelled, as a tab being opened would then be created without the pool knowing it."""
+        await asyncio.gather(*self.loads, return_exceptions=True)
+        self.loads.clear()
+        await self.wave_tabs.close()
+
+    async def _read(self, url: str, target_id: str, frame_filter: str | None = None) -> bool:
+        try:
+            self.results[url] = await read_one(self.browser, target_id, url, frame_filter or self.frame_filter)
+        except Exception as exc:  # one page's failure never ends the call; it is retried once
+            self.errors[url] = str(exc)[:300] or type(exc).__name__
+            return False
+        self.errors.pop(url, None)
+        return True
+
+    async def _attempt(self, urls: list[str], frame_filter: str | None = None) -> None:
+        """Read ``urls`` in tabs of their own (retries and re-reads), closed afterwards."""
         tabs: list[tuple[str, str]] = []
         try:
-            if spacing:
-                for index, url in enumerate(urls):
-                    if index:
-                        await asyncio.sleep(spacing)
-                    tabs.append((url, await open_tab(self.browser, url)))
-            else:
-                opened = await asyncio.gather(*(open_tab(self.browser, url) for url in urls))
-                tabs = list(zip(urls, opened, strict=True))
+            opened = await asyncio.gather(*(open_tab(self.browser, url) for url in urls))
+            tabs = list(zip(urls, opened, strict=True))
             for url, target_id in tabs:
-                try:
-                    self.results[url] = await read_one(self.browser, target_id, url, frame_filter or self.frame_filter)
-                    self.errors.pop(url, None)
-                except Exception as exc:  # one page's failure never ends the call; it is retried once
-                    self.errors[url] = str(exc)[:300] or type(exc).__name__
+                await self._read(url, target_id, frame_filter)
         finally:
             if self.home is not None:
                 await _quietly(focus_tab(self.browser, self.home))
@@ -274,8 +336,10 @@ async def run_read_pages(
         if page is not None:
             reading.pages[url] = page
     save(ctx.files_dir, PAGES_FILE, json.dumps(list(reading.pages.values()), ensure_ascii=False), file_system)
+    drafts = save_drafts(ctx, file_system)
     save(ctx.files_dir, STATUS_FILE, json.dumps(list(reading.statuses.values()), ensure_ascii=False), file_system)
-    return envelope(_note(batch, reader, unattempted, ctx), PAGES_FILE, [reading.statuses[u] for u in batch.urls])
+    note = _note(batch, reader, unattempted, ctx) + draft_note(drafts)
+    return envelope(note, PAGES_FILE, [reading.statuses[u] for u in batch.urls])
 
 
 def _note(batch: Batch, reader: Reader, unattempted: list[str], ctx: ToolContext) -> str:

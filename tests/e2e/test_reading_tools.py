@@ -1,0 +1,145 @@
+"""find_links and read_pages through real runs: draft rows loaded into the store, rescans of suspicious scans."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.agent_support import create, data_of, messages, token, wait_until_status
+from tests.fakes.llm_request import LLMRequest
+from tests.fakes.llm_script import agent_step, done, navigate
+from tests.fakes.llm_server import FakeProvider
+from tests.fakes.site import FixtureSites, career_records
+from tests.support.server import ServerProcess
+
+pytestmark = [pytest.mark.e2e, pytest.mark.display]
+
+JOBS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "jobs": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "title": {"type": "string"},
+                    "jobUrl": {"type": "string"},
+                    "location": {"type": "string"},
+                    "employment": {"type": "string", "enum": ["Full-time", "Part-time"]},
+                    "datePosted": {"type": "string"},
+                },
+                "required": ["title", "jobUrl", "location", "employment", "datePosted"],
+            },
+        }
+    },
+    "required": ["jobs"],
+}
+
+
+def agent_steps(request: LLMRequest) -> bool:
+    return request.is_agent_step
+
+
+def step_requests(fake: FakeProvider, marker: str) -> list[LLMRequest]:
+    return [r for r in fake.requests_matching(marker) if r.is_agent_step]
+
+
+def session_files(server: ServerProcess, session_id: str) -> Path:
+    return server.home / "data" / "sessions" / session_id
+
+
+def envelope_in(request: LLMRequest, file: str) -> dict[str, Any]:
+    """The JSON envelope naming ``file`` that the previous action returned, as the model received it."""
+    start = request.text.rfind('{"note"', 0, request.text.find(f'"file": "{file}"') + 1)
+    assert start >= 0, request.text[-3000:]
+    value, _ = json.JSONDecoder().raw_decode(request.text[start:])
+    assert isinstance(value, dict)
+    return value
+
+
+def read_events(server: ServerProcess, session_id: str) -> list[str]:
+    return [
+        m["summary"] for m in messages(server, session_id) if m["type"] == "event" and data_of(m)["category"] == "read"
+    ]
+
+
+def test_careers_board_draft_rows_load_into_the_store_as_the_ground_truth(
+    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
+) -> None:
+    marker = token("DRAFTS")
+    board = f"127.0.0.1:{site.panel_port}"
+    fake.script(
+        marker,
+        [
+            navigate(f"{site.url}/careers"),
+            agent_step([{"find_links": {"frame_url_contains": board}}]),
+            agent_step([{"read_pages": {}}]),
+            agent_step([{"add_items_from_file": {"name": "rows_draft.json"}}]),
+            done("Listed every vacancy."),
+        ],
+        when=agent_steps,
+    )
+    session = create(agent_server, task=f"{marker} List every vacancy on {site.url}/careers.", outputSchema=JOBS_SCHEMA)
+    sid = session["id"]
+    finished = wait_until_status(agent_server, sid, {"stopped", "error"}, timeout=300)
+    assert finished["status"] == "stopped", finished["lastStepSummary"]
+    truth = [
+        {
+            "title": r["title"],
+            "jobUrl": site.panel_url + r["path"],
+            "location": r["location"],
+            "employment": r["employment"],
+            "datePosted": r["datePosted"],
+        }
+        for r in career_records()
+    ]
+    assert finished["output"] == {"jobs": truth}
+
+    requests = step_requests(fake, marker)
+    reply = envelope_in(requests[3], "pages.json")
+    assert "14 draft row(s)" in str(reply["note"]) and 'add_items_from_file("rows_draft.json")' in str(reply["note"])
+    assert "Added 14 item(s) from rows_draft.json." in requests[4].text
+    files = session_files(agent_server, sid)
+    assert json.loads((files / "rows_draft.json").read_text()) == truth
+    statuses = json.loads((files / "read_pages_status.json").read_text())
+    assert [(s["url"], s["sourceRow"]) for s in statuses] == [(row["jobUrl"], n) for n, row in enumerate(truth)]
+
+
+def test_find_links_salvages_anchors_rewritten_to_the_host_page_and_waits_for_a_late_board(
+    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
+) -> None:
+    marker = token("RESCAN")
+    board = f"127.0.0.1:{site.panel_port}"
+    fake.script(
+        marker,
+        [
+            navigate(f"{site.url}/careers?embed=rewritten"),
+            agent_step([{"find_links": {"frame_url_contains": board}}]),
+            navigate(f"{site.url}/careers?embed=late"),
+            agent_step([{"find_links": {"frame_url_contains": board}}]),
+            done("Listed the vacancy links."),
+        ],
+        when=agent_steps,
+    )
+    session = create(agent_server, task=f"{marker} List the vacancy links on {site.url}/careers.")
+    sid = session["id"]
+    finished = wait_until_status(agent_server, sid, {"stopped", "error"}, timeout=300)
+    assert finished["status"] == "stopped", finished["lastStepSummary"]
+    vacancies = [site.panel_url + r["path"] for r in career_records()]
+    requests = step_requests(fake, marker)
+
+    salvaged = envelope_in(requests[2], "found_links.json")
+    assert [link["href"] for link in salvaged["data"]] == vacancies
+    assert "their real targets were read from data attributes" in str(salvaged["note"])
+    late = envelope_in(requests[4], "found_links.json")
+    assert [link["href"] for link in late["data"]] == vacancies
+    assert [link["text"] for link in late["data"]] == [r["title"] for r in career_records()]
+
+    events = [e for e in read_events(agent_server, sid) if e.startswith("find_links")]
+    assert len(events) == 2
+    assert events[0].startswith("find_links: 14 link(s) matched") and "read by a relaxed rescan" in events[0]
+    assert events[1].startswith("find_links: 14 link(s) matched") and "relaxed" not in events[1]
