@@ -53,8 +53,8 @@ for link in read_json("found_links.json")[:LIMIT]:
     add_item({
         "title": job["title"],
         "jobUrl": page["url"],
-        "location": job["jobLocation"]["address"],
-        "employment": job["employmentType"],
+        "location": job["jobLocation"]["address"]["addressLocality"],
+        "employment": job["employmentType"].replace("_", "-").capitalize(),
         "datePosted": job["datePosted"],
     })
 print(coverage())
