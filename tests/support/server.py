@@ -86,6 +86,8 @@ class ServerProcess:
                 "PYTHONUNBUFFERED": "1",
                 "SLOT_BASE_INDEX": str(self.slot_base),
                 "TMPDIR": str(self.temp_dir),
+                # Most tests count browsers at idle; the tests of warm spares turn them on.
+                "PREWARM_SLOTS": "0",
             }
         )
         env.update(self.env)
