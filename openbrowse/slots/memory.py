@@ -1,9 +1,10 @@
 """What the slots' processes cost in memory, as PSS (shared pages split between their users), per slot.
 
-Every child of a slot carries the slot's tag in its environment (see :mod:`openbrowse.slots.ledger`), Chromium's
-renderers, zygotes and crashpad handlers included, so one ``/proc`` scan finds all of them, whichever process
-group they ended up in. RSS would count the Chromium binary's shared pages once per process and overstate a
-slot by a factor of 2-3; PSS adds up to what the machine really spends.
+The processes a slot spawns carry the slot's tag in their environment (see :mod:`openbrowse.slots.ledger`), and
+so do Chromium's crashpad handlers, whichever process group they end up in; Chromium's zygotes and everything
+they fork (renderers, GPU and utility processes) do not, and are found as descendants of a tagged process.
+RSS would count the Chromium binary's shared pages once per process and overstate a slot by a factor of 2-3;
+PSS adds up to what the machine really spends.
 """
 
 from __future__ import annotations
@@ -26,17 +27,36 @@ MiB = 1024 * 1024
 
 
 def pss_by_tag(prefix: str) -> dict[str, int]:
-    """PSS in bytes of the live processes tagged ``prefix/…``, summed per tag (blocking: a ``/proc`` scan)."""
+    """PSS in bytes of the processes of each slot tagged ``prefix/…``, summed per tag (blocking: a ``/proc`` scan).
+
+    A slot's processes are those carrying its tag and all their descendants: Chromium starts its zygotes with a
+    clean environment, so its renderers, GPU and utility processes carry no tag of their own.
+    """
     me = os.getpid()
-    totals: dict[str, int] = {}
-    for proc in psutil.process_iter():
+    children: dict[int, list[int]] = {}
+    tags: dict[int, str] = {}
+    for proc in psutil.process_iter(["ppid"]):
         if proc.pid == me:
             continue
+        children.setdefault(proc.info["ppid"] or 0, []).append(proc.pid)
         try:
             tag = proc.environ().get(TAG_ENV)
-            if tag is None or not tag.startswith(prefix + "/"):
-                continue
-            pss = int(proc.memory_full_info().pss)
+        except psutil.Error:
+            continue
+        if tag is not None and tag.startswith(prefix + "/"):
+            tags[proc.pid] = tag
+    owner = dict(tags)
+    pending = list(tags)
+    while pending:
+        pid = pending.pop()
+        for child in children.get(pid, []):
+            if child not in owner:
+                owner[child] = owner[pid]
+                pending.append(child)
+    totals: dict[str, int] = {}
+    for pid, tag in owner.items():
+        try:
+            pss = int(psutil.Process(pid).memory_full_info().pss)
         except psutil.Error:
             continue
         totals[tag] = totals.get(tag, 0) + pss
