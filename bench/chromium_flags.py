@@ -81,16 +81,22 @@ def tagged(tag: str) -> list[psutil.Process]:
     return list(found.values())
 
 
+XVFB_VARIANTS: dict[str, tuple[str, ...]] = {
+    "Xvfb with GLX": (),
+    "Xvfb -extension GLX (adopted)": ("-extension", "GLX"),
+}
+
+
 @contextlib.contextmanager
-def xvfb(display: str) -> Iterator[None]:
+def xvfb(display: str, extra: tuple[str, ...] = ("-extension", "GLX")) -> Iterator[psutil.Process]:
     read_fd, write_fd = os.pipe()
-    argv = ["Xvfb", display, "-screen", "0", "1920x1080x24", "-nolisten", "tcp", "-displayfd", str(write_fd)]
+    argv = ["Xvfb", display, "-screen", "0", "1920x1080x24", "-nolisten", "tcp", *extra, "-displayfd", str(write_fd)]
     process = subprocess.Popen(argv, pass_fds=(write_fd,), start_new_session=True, stderr=subprocess.DEVNULL)
     os.close(write_fd)
     try:
         with os.fdopen(read_fd) as ready:
             ready.readline()
-        yield
+        yield psutil.Process(process.pid)
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(10)
@@ -178,11 +184,20 @@ def main() -> None:
     base = free_slot_base(1)
     claim_slot_base(base)
     layout = slot_layout(base)
+    xvfb_memory: dict[str, list[tuple[float, float]]] = {name: [] for name in XVFB_VARIANTS}
     try:
-        with FixtureSites() as site, xvfb(layout.display):
-            for _ in range(args.iterations):
-                for name in names:
-                    samples[name].append(measure(layout.display, layout.cdp_port, VARIANTS[name], site, args.settle))
+        with FixtureSites() as site:
+            with xvfb(layout.display):
+                for _ in range(args.iterations):
+                    for name in names:
+                        sample = measure(layout.display, layout.cdp_port, VARIANTS[name], site, args.settle)
+                        samples[name].append(sample)
+            for _ in range(args.iterations):  # Xvfb itself, with the slot's Chromium drawing the same page on it
+                for name, extra in XVFB_VARIANTS.items():
+                    with xvfb(layout.display, extra) as server:
+                        measure(layout.display, layout.cdp_port, (), site, args.settle)
+                        info = server.memory_full_info()
+                        xvfb_memory[name].append((info.pss / MiB, info.uss / MiB))
     finally:
         release_slot_base(base)
     med = {
@@ -205,6 +220,13 @@ def main() -> None:
             print(f"| {name} | {flags} | {pss} | {med[name].uss:.0f} | {med[name].processes:.0f} | {saving} |")
         else:
             print(f"{name:20} PSS {pss:18} USS {med[name].uss:6.0f}  procs {med[name].processes:3.0f}  {saving}")
+    if args.markdown:
+        print("\n| X server | PSS MiB median (min–max) | USS MiB median |\n|---|---|---|")
+    for name, values in xvfb_memory.items():
+        pss_values = [v[0] for v in values]
+        pss = f"{statistics.median(pss_values):.0f} ({min(pss_values):.0f}–{max(pss_values):.0f})"
+        uss = f"{statistics.median(v[1] for v in values):.0f}"
+        print(f"| {name} | {pss} | {uss} |" if args.markdown else f"{name:32} PSS {pss:18} USS {uss}")
 
 
 if __name__ == "__main__":
