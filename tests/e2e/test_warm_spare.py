@@ -71,6 +71,13 @@ def chromium_of(server: ServerProcess, slot_index: int) -> psutil.Process:
     raise AssertionError(f"no Chromium for slot {slot_index}: {[p.cmdline() for p in stack_processes(server)]}")
 
 
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def user_data_dir(proc: psutil.Process) -> Path:
     arg = next(a for a in proc.cmdline() if a.startswith("--user-data-dir="))
     return Path(arg.split("=", 1)[1])
@@ -115,6 +122,7 @@ def test_a_spare_is_never_reused(tmp_path: Path, pages: ThreadedServer) -> None:
             assert [(s["index"], s["owner"]) for s in health["slots"]] == [(first_spare["index"], f"browser {a['id']}")]
             a_chromium = chromium_of(server, first_spare["index"])
             a_dir = user_data_dir(a_chromium)
+            (a_dir / "written-by-a").write_text("a")
             page = f"{pages.url}/hello"
             cdp_navigate(a["cdpUrl"], page)
             cdp_evaluate(a["cdpUrl"], "document.cookie = 'who=a; max-age=3600'; localStorage.setItem('who', 'a')")
@@ -133,7 +141,8 @@ def test_a_spare_is_never_reused(tmp_path: Path, pages: ThreadedServer) -> None:
             b_chromium = chromium_of(server, next_spare["index"])
             assert b_chromium.pid == spare_chromium.pid  # handed over warm, not started cold
             b_dir = user_data_dir(b_chromium)
-            assert b_dir != a_dir and not a_dir.exists()
+            assert b_dir != a_dir and not (b_dir / "written-by-a").exists()
+            assert not (a_dir / "written-by-a").exists()  # A's dir was wiped (a new spare may be starting there)
 
             cdp = CdpClient(b["cdpUrl"])
             try:
@@ -176,7 +185,7 @@ def test_sessions_take_spares_and_the_server_leaves_nothing_behind(tmp_path: Pat
             ended = wait_until_status(server, session["id"], TERMINAL)
             assert ended["status"] == "stopped" and ended["isTaskSuccessful"], ended["lastStepSummary"]
             assert f"Handing spare slot {spare['index']} over" in server.log()
-            assert not psutil.pid_exists(spare_pid) or psutil.Process(spare_pid).status() == psutil.STATUS_ZOMBIE
+            wait_until(lambda pid=spare_pid: not _alive(pid), 60, what="the session's browser to be torn down")
         ready_spare(server)
     finally:
         server.stop()
