@@ -99,6 +99,7 @@ class SlotLease:
         self.released = asyncio.Event()
         self.spare: Spare | None = None
         self.warm = False
+        self._starting = asyncio.Lock()  # two concurrent starts must not both decide about the spare
 
     @property
     def parked(self) -> bool:
@@ -116,14 +117,16 @@ class SlotLease:
         """Start the slot's processes (idempotent; rebuilds a slot whose Xvfb or Chromium died); return it.
 
         Xvfb and Chromium only by default: the live view (x11vnc, websockify) starts with its first viewer
-        (:meth:`Slot.add_viewer`) and stops after the last one left.
+        (:meth:`Slot.add_viewer`) and stops after the last one left. A lease granted a warm spare gets its
+        browser as it is if the spare passes its probe (:attr:`warm` becomes True), else a cold start.
         """
         self._check_active()
         self._pool._check_open()
-        spare, self.spare = self.spare, None
-        if spare is not None:
-            self.warm = await self._pool._spares.adopt(spare, window_size)
-        await self.slot.start(vnc=vnc, window_size=window_size)
+        async with self._starting:
+            spare, self.spare = self.spare, None
+            if spare is not None:
+                self.warm = await self._pool._spares.adopt(spare, window_size)
+            await self.slot.start(vnc=vnc, window_size=window_size)
         return self.slot
 
     def park(self, release_callback: ReleaseCallback) -> None:
