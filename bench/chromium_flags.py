@@ -185,12 +185,17 @@ def main() -> None:
     claim_slot_base(base)
     layout = slot_layout(base)
     xvfb_memory: dict[str, list[tuple[float, float]]] = {name: [] for name in XVFB_VARIANTS}
+    failures: dict[str, list[str]] = {}
     try:
         with FixtureSites() as site:
             with xvfb(layout.display):
                 for _ in range(args.iterations):
                     for name in names:
-                        sample = measure(layout.display, layout.cdp_port, VARIANTS[name], site, args.settle)
+                        try:
+                            sample = measure(layout.display, layout.cdp_port, VARIANTS[name], site, args.settle)
+                        except (TimeoutError, AssertionError, RuntimeError) as exc:
+                            failures.setdefault(name, []).append(f"{type(exc).__name__}: {exc}")
+                            continue
                         samples[name].append(sample)
             for _ in range(args.iterations):  # Xvfb itself, with the slot's Chromium drawing the same page on it
                 for name, extra in XVFB_VARIANTS.items():
@@ -200,21 +205,27 @@ def main() -> None:
                         xvfb_memory[name].append((info.pss / MiB, info.uss / MiB))
     finally:
         release_slot_base(base)
+    measured = [name for name in names if samples[name]]
     med = {
         name: Sample(*(statistics.median(getattr(s, f) for s in samples[name]) for f in ("pss", "uss", "processes")))
-        for name in names
+        for name in measured
     }
     if args.markdown:
         print("| variant | flags | PSS MiB median (min–max) | USS MiB median | processes | saving (PSS / USS) |")
         print("|---|---|---|---|---|---|")
     for name in names:
-        values = [s.pss for s in samples[name]]
         flags = " ".join(f"`{f}`" for f in VARIANTS[name]) or "(slot flags as they are)"
+        broken = f"page broke in {len(failures[name])} round(s): {failures[name][0][:80]}" if name in failures else ""
+        if name not in med:
+            print(f"| {name} | {flags} | – | – | – | {broken} |" if args.markdown else f"{name:20} {broken}")
+            continue
+        values = [s.pss for s in samples[name]]
         saving = (
             f"{med['baseline'].pss - med[name].pss:+.0f} / {med['baseline'].uss - med[name].uss:+.0f} MiB"
-            if name != "baseline"
+            if name != "baseline" and "baseline" in med
             else ""
         )
+        saving = "; ".join(part for part in (saving, broken) if part)
         pss = f"{med[name].pss:.0f} ({min(values):.0f}–{max(values):.0f})"
         if args.markdown:
             print(f"| {name} | {flags} | {pss} | {med[name].uss:.0f} | {med[name].processes:.0f} | {saving} |")
