@@ -34,14 +34,11 @@ BENCHMARKS = {
     "session_start": "Session start, cold and warm; server RSS after many sessions (against the original)",
     "api_load": "API under load and event-loop lag (against the original)",
     "server_memory": "Server memory after many sessions (against the original)",
+    "warm_spare": "Warm spare against a cold start; boot → /health; slot PSS with and without a viewer",
+    "chromium_flags": "Chromium flags against memory (against the slot's flags, same run)",
 }
-TITLES = {"warm_spare": "Warm spare; slot PSS with and without a viewer (placeholder)"}
-PLACEHOLDERS = {
-    "warm_spare": (
-        "POST → running with a warm spare slot, and slot PSS with and without a viewer: not measured yet; they "
-        "come with the pre-started spare (`PREWARM_SLOTS`) and the lazy live view."
-    ),
-}
+TITLES: dict[str, str] = {}
+PLACEHOLDERS: dict[str, str] = {}
 
 
 def machine() -> str:

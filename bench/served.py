@@ -45,7 +45,9 @@ class SessionTimes:
 def served(env: dict[str, str] | None = None) -> Iterator[tuple[ServerProcess, FakeProvider]]:
     home = Path(tempfile.mkdtemp(prefix="openbrowse-bench-"))
     with FakeProvider() as fake:
-        server = ServerProcess(home=home, env={**fake.env(), "MAX_CONCURRENT_SESSIONS": "2", **(env or {})})
+        server = ServerProcess(
+            home=home, env={**fake.env(), "MAX_CONCURRENT_SESSIONS": "2", "PREWARM_SLOTS": "1", **(env or {})}
+        )
         try:
             server.start()
             yield server, fake

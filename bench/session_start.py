@@ -1,5 +1,7 @@
 """Session start: POST → ``running`` and POST → first agent request, for the first session after a server start
-(cold: browser-use is still importing) and for a later one (warm), plus server RSS after many sessions.
+and for a later one, plus server RSS after many sessions. The server imports browser-use before ``/health``
+answers and keeps a warm spare (the product default, ``PREWARM_SLOTS=1``), so the first session should cost what
+a later one does (goal ≤ 1.2x).
 
     .venv/bin/python bench/session_start.py [--iterations 5] [--sessions 40] [--markdown]
 

@@ -79,7 +79,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             activity = app.state.activity = ActivityBoard()
             session_repo.listen(activity.touch)
             feed_repo.listen(activity.touch)
-            pool = await stack.enter_async_context(SlotPool(settings, base_index=settings.SLOT_BASE_INDEX))
+            pool = await stack.enter_async_context(
+                SlotPool(settings, base_index=settings.SLOT_BASE_INDEX, spares=settings.PREWARM_SLOTS)
+            )
             # Only now does the pool's run lock say the data dir is ours: a second instance never empties it.
             stack.push_async_callback(asyncio.to_thread, empty_temp_dir, settings.data_dir)
             await asyncio.to_thread(empty_temp_dir, settings.data_dir)

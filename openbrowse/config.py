@@ -91,6 +91,9 @@ class Settings(BaseSettings):
     CAPSOLVER_BASE_URL: str = "https://api.capsolver.com"
 
     MAX_CONCURRENT_SESSIONS: int = Field(default=1, ge=1)
+    PREWARM_SLOTS: int = Field(default=1, ge=0)
+    """Slots kept pre-started (Xvfb + Chromium, fresh profile) while a slot is free and nobody waits, so a new
+    session or browser starts at once; 0 turns it off. A spare is never counted as a session and never reused."""
     KEEP_ALIVE_IDLE_TIMEOUT: int = Field(default=600, ge=0)
     TASK_TIMEOUT: int = Field(default=3600, ge=0)
     CLOUD_MAX_COST_FACTOR: float = Field(default=1.0, gt=0, le=1)

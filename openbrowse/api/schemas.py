@@ -182,6 +182,25 @@ class LoopLagView(WireModel):
     samples: int
 
 
+class SlotUseView(WireModel):
+    """A display slot with processes: its absolute index, holder (session or browser id; none for a spare),
+    state and the PSS of all its processes (Xvfb, Chromium and helpers) in MiB."""
+
+    index: int
+    owner: str | None = None
+    state: str
+    pss_mib: float
+
+
+class SparesView(WireModel):
+    """Pre-started slots nobody holds (``PREWARM_SLOTS``): how many are wanted and exist, and what they cost."""
+
+    wanted: int
+    count: int
+    pss_mib: float
+    slots: list[SlotUseView]
+
+
 class HealthDetailsView(WireModel):
     status: str = "ok"
     version: str
@@ -198,3 +217,6 @@ class HealthDetailsView(WireModel):
     loop_lag_ms: LoopLagView | None = None
     live_objects: dict[str, int] | None = None
     engine_threads: int | None = None
+    slots: list[SlotUseView] | None = None
+    """The slots of sessions and raw browsers (spares are listed under ``spares`` only)."""
+    spares: SparesView | None = None

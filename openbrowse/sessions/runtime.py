@@ -136,8 +136,10 @@ LiveUrl = Callable[[SessionId], str]
 
 
 class EngineLoader:
-    """Makes engines. browser-use and the provider SDKs take seconds to import, so the app starts without them
-    and imports them here in a worker thread right after start-up; a run that starts earlier waits for it.
+    """Makes engines. browser-use and the provider SDKs take about a second to import; entering the loader
+    imports them in a worker thread and returns when done, so the server reports ready only with the engine
+    loaded and the first run after a start waits for nothing a later run does not (the pool's spare browser
+    starts meanwhile). See "Start-up" in docs/architecture.md.
 
     Each engine runs on its own thread and event loop (``engine_host.py``), off the API's loop.
     """
@@ -159,6 +161,12 @@ class EngineLoader:
 
     async def __aenter__(self) -> EngineLoader:
         self._loading = asyncio.create_task(_import_engine(self._settings), name="engine-import")
+        try:
+            await asyncio.shield(self._loading)
+        except asyncio.CancelledError:  # shut down while booting: the import thread cannot stop, wait for it
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._loading)
+            raise
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

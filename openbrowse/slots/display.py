@@ -1,6 +1,6 @@
 """The display stack of one slot: Xvfb, and the live-view pair x11vnc + websockify.
 
-* Xvfb ``:N -screen 0 1920x1080x24 -nolisten tcp -displayfd <fd>``: readiness is exact (Xvfb writes the
+* Xvfb ``:N -screen 0 1920x1080x24 -nolisten tcp -extension GLX -displayfd <fd>``: readiness is exact (Xvfb writes the
   display number to the pipe once it accepts clients), no socket polling.
 * x11vnc ``-display :N -unixsock <dir>/<i>.sock -rfbport 0 -rfbportv6 -1 -nopw -forever -shared -noxdamage
   -quiet``, plus ``-viewonly`` unless the caller has taken control (:meth:`DisplayStack.set_view_only`). No TCP port.
@@ -106,6 +106,9 @@ class DisplayStack:
             f"{width}x{height}x{depth}",
             "-nolisten",
             "tcp",
+            # No GLX: Chromium draws without it here (no GPU), and Xvfb then never loads Mesa (-18 MiB PSS).
+            "-extension",
+            "GLX",
             "-displayfd",
             str(write_fd),
         ]

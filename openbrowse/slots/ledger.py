@@ -39,6 +39,7 @@ import psutil
 
 from openbrowse.errors import ConfigError
 from openbrowse.slots.layout import slot_layout
+from openbrowse.slots.sysv_shm import remove_orphan_segments
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -255,6 +256,10 @@ def _kill(procs: Iterable[psutil.Process], timeout: float = 5.0) -> list[str]:
     victims: dict[int, psutil.Process] = {}
     for proc in procs:
         victims.setdefault(proc.pid, proc)
+    creators = set(victims)
+    for proc in victims.values():
+        with contextlib.suppress(psutil.Error):
+            creators.update(child.pid for child in proc.children(recursive=True))
     killed: list[str] = []
     for proc in victims.values():
         killed.append(_describe(proc))
@@ -269,6 +274,7 @@ def _kill(procs: Iterable[psutil.Process], timeout: float = 5.0) -> list[str]:
         pending = [p for p in pending if _alive(p)]
     for proc in pending:
         logger.error("Leftover %s did not die after SIGKILL", _describe(proc))
+    remove_orphan_segments(creators)  # a SIGKILLed x11vnc leaves its ~60 SysV segments behind
     return killed
 
 

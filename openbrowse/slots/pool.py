@@ -15,6 +15,11 @@
   queued is evicted at once.
 * Entering the pool takes the run-dir lock and cleans up whatever a previous process of this instance left
   (see :mod:`openbrowse.slots.ledger`); closing it stops every slot.
+* Warm spares (``spares``, the app passes ``PREWARM_SLOTS``): while a slot is free and nobody is queued, the
+  pool keeps that many slots pre-started with nobody's browser in them and hands one to the next caller instead of
+  a free slot; a spare is used once and never comes back (see :mod:`openbrowse.slots.spares`). A spare is neither
+  busy nor free in :meth:`SlotPool.stats`; a caller that would queue never finds one, as a spare is handed out
+  before anyone queues.
 * A slot whose display or port another program holds (a developer's Chrome on 9222) is skipped, logged and
   listed in :attr:`SlotPool.blocked`, never killed; it is checked again whenever a caller needs a slot. When
   every free slot is blocked and none is in use, :meth:`SlotPool.lease` fails with the reasons.
@@ -36,6 +41,7 @@ from openbrowse.errors import BrowserUnavailable
 from openbrowse.slots.ledger import Ledger, cleanup_leftovers
 from openbrowse.slots.process import run_shielded
 from openbrowse.slots.slot import SCRATCH_ROOT, Slot, scratch_dir
+from openbrowse.slots.spares import Spare, SpareKeeper
 from openbrowse.slots.vnc_access import vnc_socket_dir
 
 if TYPE_CHECKING:
@@ -68,6 +74,7 @@ class PoolStats:
     parked: int
     free: int
     queued: int
+    spares: int = 0
 
 
 @dataclass(eq=False)
@@ -90,6 +97,9 @@ class SlotLease:
         self._eviction_failed = False
         self._releasing = False
         self.released = asyncio.Event()
+        self.spare: Spare | None = None
+        self.warm = False
+        self._starting = asyncio.Lock()  # two concurrent starts must not both decide about the spare
 
     @property
     def parked(self) -> bool:
@@ -107,11 +117,16 @@ class SlotLease:
         """Start the slot's processes (idempotent; rebuilds a slot whose Xvfb or Chromium died); return it.
 
         Xvfb and Chromium only by default: the live view (x11vnc, websockify) starts with its first viewer
-        (:meth:`Slot.add_viewer`) and stops after the last one left.
+        (:meth:`Slot.add_viewer`) and stops after the last one left. A lease granted a warm spare gets its
+        browser as it is if the spare passes its probe (:attr:`warm` becomes True), else a cold start.
         """
         self._check_active()
         self._pool._check_open()
-        await self.slot.start(vnc=vnc, window_size=window_size)
+        async with self._starting:
+            spare, self.spare = self.spare, None
+            if spare is not None:
+                self.warm = await self._pool._spares.adopt(spare, window_size)
+            await self.slot.start(vnc=vnc, window_size=window_size)
         return self.slot
 
     def park(self, release_callback: ReleaseCallback) -> None:
@@ -181,6 +196,7 @@ class SlotPool:
         base_index: int = 0,
         size: int | None = None,
         eviction_timeout: float = EVICTION_TIMEOUT,
+        spares: int = 0,
     ) -> None:
         self.settings = settings
         self.size = size if size is not None else settings.MAX_CONCURRENT_SESSIONS
@@ -199,6 +215,9 @@ class SlotPool:
         self._blocked: dict[int, str] = {}
         self._taken: dict[int, list[str]] = {}
         self.last_cleanup: CleanupReport | None = None
+        self._spares = SpareKeeper(
+            self.slots, spares, take_index=self._take_free_slot, give_back=lambda index: self._slot_freed(index)
+        )
 
     # -- lifecycle ------------------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -226,6 +245,7 @@ class SlotPool:
         for index, problem in problems.items():
             if problem is not None:
                 self._note_blocked(index, problem)
+        self._replenish()
 
     async def aclose(self) -> None:
         """Fail queued callers, stop eviction tasks and every slot (shielded; idempotent)."""
@@ -243,6 +263,7 @@ class SlotPool:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self._spares.aclose()
         for lease in list(self._leases.values()):
             lease._releasing = True
             lease.released.set()
@@ -272,6 +293,11 @@ class SlotPool:
     async def lease(self, owner: str, on_wait: OnWait | None = None) -> SlotLease:
         """Wait for the lowest free slot in FIFO order; the caller must ``await lease.release()``."""
         self._check_open()
+        if not self._waiters and (spare := self._spares.take()) is not None:
+            lease = self._grant(spare.index, owner)
+            lease.spare = spare
+            self._replenish()
+            return lease
         if not self._waiters and self._free:
             index = self._take_free_slot()
             if index is not None:
@@ -324,6 +350,7 @@ class SlotPool:
         future = waiter.future
         if future.done() and not future.cancelled() and future.exception() is None:
             self._slot_freed(future.result())  # granted at the moment we gave up: pass it on
+            self._replenish()
             return
         with contextlib.suppress(ValueError):
             self._waiters.remove(waiter)
@@ -343,6 +370,11 @@ class SlotPool:
                 return
         self._free.add(index)
 
+    def _replenish(self) -> None:
+        """Start spares while capacity allows: the pool is open, a slot is free and nobody is queued."""
+        if self._open and not self._closed and not self._waiters:
+            self._spares.replenish()
+
     async def _release(self, lease: SlotLease) -> None:
         if lease._releasing:
             await lease.released.wait()
@@ -356,6 +388,7 @@ class SlotPool:
                 del self._leases[lease.index]
                 if not self._closed:
                     self._slot_freed(lease.index)
+                    self._replenish()
             lease.released.set()
             logger.info("Slot %d released by %s", lease.slot.index, lease.owner)
 
@@ -403,13 +436,24 @@ class SlotPool:
     def stats(self) -> PoolStats:
         parked = sum(1 for lease in self._leases.values() if lease.parked and not lease._releasing)
         free = len(self._free)
+        spares = len(self._spares.spares)
         return PoolStats(
             size=self.size,
-            busy=self.size - free - parked,
+            busy=self.size - free - parked - spares,
             parked=parked,
             free=free,
             queued=len(self._waiters),
+            spares=spares,
         )
+
+    @property
+    def spares(self) -> list[Spare]:
+        """The pre-started slots nobody holds yet (see :mod:`openbrowse.slots.spares`)."""
+        return self._spares.spares
+
+    @property
+    def spares_wanted(self) -> int:
+        return self._spares.wanted
 
     @property
     def leases(self) -> list[SlotLease]:

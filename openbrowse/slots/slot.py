@@ -40,6 +40,7 @@ from openbrowse.slots.foreign import SlotBlocked, describe_blockers, find_blocke
 from openbrowse.slots.layout import SCREEN_HEIGHT, SCREEN_WIDTH, SlotLayout
 from openbrowse.slots.ledger import TAG_ENV, instance_id, kill_tagged, slot_tag
 from openbrowse.slots.process import ManagedProcess, run_shielded
+from openbrowse.slots.sysv_shm import remove_orphan_segments
 from openbrowse.slots.viewers import LiveViewers
 from openbrowse.slots.vnc_access import vnc_socket_dir
 
@@ -229,6 +230,8 @@ class Slot:
     def _on_exit(self, process: ManagedProcess) -> None:
         if self._ledger is not None:
             self._ledger.forget(process.pid)
+        if process.returncode is not None and process.returncode < 0:  # killed: x11vnc leaves its SysV shm
+            remove_orphan_segments({process.pid})
         if process.closing or process.name not in ESSENTIAL:
             return
         if self._state is SlotState.RUNNING and self._died is not None and not self._died.done():

@@ -52,9 +52,10 @@ def test_the_factory_turns_off_every_outbound_call_of_browser_use(tmp_path: Path
 def factory_server(tmp_path: Path) -> Iterator[str]:
     port = free_port()
     command = [sys.executable, "-m", "uvicorn", "--factory", "openbrowse.app:create_app", "--port", str(port)]
+    env = {**clean_env(tmp_path), "PREWARM_SLOTS": "0"}  # no browser on the default display :10 / port 9222
     with (tmp_path / "server.log").open("wb") as log:
         process = subprocess.Popen(
-            command, env=clean_env(tmp_path), cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            command, env=env, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
     base = f"http://127.0.0.1:{port}"
 

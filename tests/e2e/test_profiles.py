@@ -268,8 +268,14 @@ async def test_a_crashed_browser_leaves_the_profile_as_it_was(
     gate = Gate()
     session = run_session(server, fake, gated_login(login, "set?cookie=sid&value=after", gate), profile)
     assert gate.wait_entered(120)
+    slots = httpx.get(f"{server.base_url}/health/details", timeout=30).json()["slots"]
+    index = next(slot["index"] for slot in slots if slot["owner"] == session["id"])  # not a spare's browser
     browsers = [
-        p for p in server.children() if p.name() == "chromium" and not any(a.startswith("--type=") for a in p.cmdline())
+        p
+        for p in server.children()
+        if p.name() == "chromium"
+        and not any(a.startswith("--type=") for a in p.cmdline())
+        and any(a.endswith(f"/slot-{index}/user-data") for a in p.cmdline())
     ]
     assert len(browsers) == 1
     browsers[0].send_signal(signal.SIGKILL)

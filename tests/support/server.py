@@ -86,6 +86,9 @@ class ServerProcess:
                 "PYTHONUNBUFFERED": "1",
                 "SLOT_BASE_INDEX": str(self.slot_base),
                 "TMPDIR": str(self.temp_dir),
+                # Most tests count browsers at idle; the tests of warm spares turn them on. TEST_PREWARM_SLOTS=1
+                # runs a whole test file with spares (e.g. the profile tests, whose runs then start warm).
+                "PREWARM_SLOTS": os.environ.get("TEST_PREWARM_SLOTS", "0"),
             }
         )
         env.update(self.env)

@@ -9,9 +9,11 @@ from openbrowse import __version__
 from openbrowse.agent.census import live_counts
 from openbrowse.api.deps import ApiKey, ManagerDep, SettingsDep
 from openbrowse.api.openapi_docs import error_responses
-from openbrowse.api.schemas import HealthDetailsView, HealthView, LoopLagView
+from openbrowse.api.schemas import HealthDetailsView, HealthView, LoopLagView, SlotUseView, SparesView
 from openbrowse.loop_lag import LoopLagMonitor
 from openbrowse.sessions.engine_host import engine_threads
+from openbrowse.slots.memory import MiB, SlotUse, slot_usage
+from openbrowse.slots.pool import SlotPool
 
 router = APIRouter(tags=["health"])
 
@@ -59,7 +61,29 @@ async def health_details(request: Request, manager: ManagerDep, settings: Settin
         loop_lag_ms=_loop_lag(request),
         live_objects=live_counts(),
         engine_threads=engine_threads(),
+        **await _slot_memory(request),
     )
+
+
+async def _slot_memory(request: Request) -> dict[str, object]:
+    pool: SlotPool | None = getattr(request.app.state, "pool", None)
+    if pool is None:
+        return {}
+    usage = await slot_usage(pool)
+    spares = [_slot_view(use) for use in usage if use.spare]
+    return {
+        "slots": [_slot_view(use) for use in usage if not use.spare],
+        "spares": SparesView(
+            wanted=pool.spares_wanted,
+            count=len(spares),
+            pss_mib=round(sum(view.pss_mib for view in spares), 1),
+            slots=spares,
+        ),
+    }
+
+
+def _slot_view(use: SlotUse) -> SlotUseView:
+    return SlotUseView(index=use.index, owner=use.owner, state=use.state, pss_mib=round(use.pss_bytes / MiB, 1))
 
 
 def _loop_lag(request: Request) -> LoopLagView | None:

@@ -41,6 +41,8 @@ def test_env_example_values_are_valid(tmp_path: Path) -> None:
     [
         ("MAX_CONCURRENT_SESSIONS", "0", "MAX_CONCURRENT_SESSIONS"),
         ("KEEP_ALIVE_IDLE_TIMEOUT", "-1", "KEEP_ALIVE_IDLE_TIMEOUT"),
+        ("PREWARM_SLOTS", "-1", "PREWARM_SLOTS: Input should be greater than or equal to 0"),
+        ("PREWARM_SLOTS", "two", "PREWARM_SLOTS: Input should be a valid integer"),
         ("CLOUD_MAX_COST_FACTOR", "1.5", "CLOUD_MAX_COST_FACTOR"),
         ("CLOUD_MAX_COST_FACTOR", "0", "CLOUD_MAX_COST_FACTOR"),
         ("OPENAI_API_STYLE", "grpc", "OPENAI_API_STYLE"),

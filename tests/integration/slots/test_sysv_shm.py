@@ -1,0 +1,48 @@
+"""A killed process's SysV shared memory (what a SIGKILLed x11vnc leaves) is removed; nobody else's is."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from openbrowse.slots.sysv_shm import remove_orphan_segments
+
+MAKE_SEGMENT = """
+import ctypes, sys, time
+libc = ctypes.CDLL("libc.so.6")
+shmid = libc.shmget(0, 4096, 0o1000 | 0o600)  # IPC_PRIVATE, IPC_CREAT
+print(shmid, flush=True)
+time.sleep(600)
+"""
+
+
+def segment_ids() -> set[int]:
+    lines = Path("/proc/sysvipc/shm").read_text().splitlines()
+    at = lines[0].split().index("shmid")
+    return {int(line.split()[at]) for line in lines[1:]}
+
+
+def make_segment() -> tuple[subprocess.Popen[str], int]:
+    child = subprocess.Popen([sys.executable, "-c", MAKE_SEGMENT], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None
+    shmid = int(child.stdout.readline())
+    assert shmid >= 0 and shmid in segment_ids()
+    return child, shmid
+
+
+def test_segments_of_a_killed_creator_are_removed_and_others_kept() -> None:
+    victim, victim_segment = make_segment()
+    bystander, bystander_segment = make_segment()
+    try:
+        victim.kill()
+        victim.wait(10)
+        assert victim_segment in segment_ids()  # the kernel keeps it: nobody marked it for removal
+        assert remove_orphan_segments({victim.pid}) == 1
+        assert victim_segment not in segment_ids()
+        assert bystander_segment in segment_ids()
+    finally:
+        bystander.kill()
+        bystander.wait(10)
+        remove_orphan_segments({bystander.pid})
+    assert bystander_segment not in segment_ids()
