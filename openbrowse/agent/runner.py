@@ -1,18 +1,14 @@
-"""AgentRunner: browser-use's Agent driven turn by turn, with our feed, goal, cost cap and fault handling.
+"""AgentRunner: browser-use's Agent driven turn by turn: step hooks and rows, goal reminders, cost cap, faults.
 
 It receives everything by parameter (a connected BrowserSession, the chat models, a feed sink and a small
-callback object for persistence) and returns a TurnOutcome per turn; it never touches SQL or subprocesses.
+callback object for persistence) and returns a TurnOutcome per turn, built by ``turn_end.py`` (the review of a
+done is ``review_loop.py``); it never touches SQL or subprocesses.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
 import logging
-import tempfile
-import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -28,29 +24,25 @@ from openbrowse.agent.chat import AgentCallLog, AgentChatModel
 from openbrowse.agent.code_stream import CodeStreamer
 from openbrowse.agent.lean_state import LeanState
 from openbrowse.agent.netpolicy import NetworkRules
-from openbrowse.agent.outcome import (
-    clip_output,
-    completed,
-    count_recovered,
-    not_completed,
-)
-from openbrowse.agent.preflight import collapse
 from openbrowse.agent.prompts import MAX_ACTIONS_PER_STEP, system_prompt
-from openbrowse.agent.reformat import reformat_once
-from openbrowse.agent.reviewer import ReviewContext, Reviewer, RoundResult, dissent
+from openbrowse.agent.review_loop import ReviewLoop
+from openbrowse.agent.run_feed import RunFeed
 from openbrowse.agent.steps import failed_step_entry, step_entry
 from openbrowse.agent.structured import StructuredOutput
+from openbrowse.agent.temp_dir import temp_dir_inside
 from openbrowse.agent.timeouts import TIMEOUTS
 from openbrowse.agent.tools import ToolContext, register_tools
 from openbrowse.agent.tools.clipboard import Clipboard, capture_start_url
 from openbrowse.agent.tools.pacing import active_run
 from openbrowse.agent.tools.solve_captcha import CaptchaSolver
+from openbrowse.agent.turn_end import TurnEnd
+from openbrowse.agent.turn_history import TurnHistory
 from openbrowse.domain.activity import NO_ACTIVITY, ActivityKind, ActivityReporter
-from openbrowse.domain.failures import Failure, FailureKind
-from openbrowse.domain.feed import EventCategory, FeedEntry, FeedSink, MessageType
+from openbrowse.domain.failures import FailureKind
+from openbrowse.domain.feed import EventCategory, FeedSink, MessageType
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.money import format_usd
-from openbrowse.domain.runs import Salvage, TurnEnding, TurnOutcome
+from openbrowse.domain.runs import Salvage, TurnOutcome
 from openbrowse.llm.failures import classify, is_provider_failure
 
 logger = logging.getLogger(__name__)
@@ -113,23 +105,11 @@ class ProviderGaveUp(Exception):
     """The model provider kept failing; the original error is the ``__cause__``."""
 
 
-_TEMP_DIR_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def temp_dir_inside(folder: Path) -> Iterator[None]:
-    """browser-use creates scratch dirs under the temp dir while constructing objects; keep them in ``folder``.
-
-    The temp dir is process-wide and engines run on threads of their own: the lock keeps two runs from restoring
-    each other's folder. The body must not await (it holds a thread lock).
-    """
-    with _TEMP_DIR_LOCK:
-        previous = tempfile.tempdir
-        tempfile.tempdir = str(folder)
-        try:
-            yield
-        finally:
-            tempfile.tempdir = previous
+def root_cause(exc: BaseException) -> BaseException:
+    """The provider error a ``ProviderGaveUp`` stands for; any other exception itself."""
+    if isinstance(exc, ProviderGaveUp) and exc.__cause__ is not None:
+        return exc.__cause__
+    return exc
 
 
 class AgentRunner:
@@ -146,6 +126,7 @@ class AgentRunner:
     ) -> None:
         self._spec = spec
         self._browser = browser_session
+        self._feed = RunFeed(spec.session_id, sink)
         self._log = AgentCallLog()
         self._activity = activity
         self._code = CodeStreamer(browser_session, spec.codeview_url, activity, self._code_write_event)
@@ -154,15 +135,16 @@ class AgentRunner:
         self._callbacks = callbacks
         self._clipboard = Clipboard()
         self._agent: Agent[Any, Any] | None = None
+        self._history = TurnHistory()
         self._spend = TurnSpend(carried=Decimal(0))
-        self._turn_start = 0
         self._turn_errors: list[str | None] = []
         self._lean = LeanState()
         self._structured = StructuredOutput(spec.output_schema, spec.files_dir)
-        self._judge_llm = judge_llm
-        self._reviewer = Reviewer(judge_llm, self._judge_event) if judge_llm is not None else None
+        self._ending = TurnEnd(
+            self._feed, self._structured, self._history, output_schema=spec.output_schema, judge_llm=judge_llm
+        )
+        self._review = ReviewLoop(judge_llm, self._feed, self._structured, self._history)
         self._step_summaries: list[str] = []
-        self._review_baseline: str | None = None
         self._step_version_at_start = 0
         self._captcha = CaptchaSolver(spec.captcha, callbacks.captcha_spent) if spec.captcha is not None else None
 
@@ -180,27 +162,29 @@ class AgentRunner:
         """The answer store (when the schema converts) and evidence: also what a sandbox binds."""
         return self._structured
 
-    async def _event(self, category: EventCategory, action: str, summary: str, **data: Any) -> None:
-        await self._sink.append(self._spec.session_id, FeedEntry.event(category, action, summary, **data))
+    async def salvage(self) -> Salvage:
+        """What an interrupted turn keeps (spec §13.8); see ``TurnEnd.salvage``."""
+        return self._ending.salvage()
 
     async def _code_write_event(self, summary: str, file: str) -> None:
-        await self._event(EventCategory.CODE, "write", summary, file=file)
+        await self._feed.event(EventCategory.CODE, "write", summary, file=file)
+
+    async def _gate_event(self, summary: str, passed: bool, found: list[str]) -> None:
+        await self._feed.event(EventCategory.SCHEMA, "completeness", summary, passed=passed, deficiencies=found)
 
     # -- a turn ------------------------------------------------------------------------------------------------
     async def run_turn(self, task: str, *, goal: str, preamble: str | None = None) -> TurnOutcome:
         """Run one dispatch to its end. Raises only for fatal errors; cancellation propagates."""
         self._log.goal = goal
         self._clipboard.seed("goal", goal)
-        await self._event(EventCategory.GOAL, "goal", goal)
+        await self._feed.event(EventCategory.GOAL, "goal", goal)
         text = self._task_text(task, goal, preamble)
         self._spend = TurnSpend(carried=self._callbacks.total_cost())
         self._turn_errors = []
         self._lean.disarm()  # a new turn starts from the full state
         self._step_summaries = []
-        self._review_baseline = None
         self._structured.new_turn()
-        if self._reviewer is not None:
-            self._reviewer.last_verdict = None
+        self._review.new_turn()
         if self._captcha is not None:
             self._captcha.new_turn()
         agent = self._agent
@@ -208,33 +192,44 @@ class AgentRunner:
             agent = self._agent = self._build_agent(text)
         else:
             agent.add_new_task(CONTINUATION_NOTE + text)
-        self._turn_start = len(agent.history.history)
+        self._history.begin(agent)
         outcome = await self._drive(agent, task, goal, agent.state.n_steps - 1 + STEPS_PER_TURN)
-        await self._dissent(outcome)
+        await self._review.dissent(outcome)
         return outcome
 
     async def _drive(self, agent: Agent[Any, Any], task: str, goal: str, max_steps: int) -> TurnOutcome:
         try:
             with active_run():
-                await agent.run(max_steps=max_steps, on_step_start=self._on_step_start, on_step_end=self._on_step_end)
+                await self._run_agent(agent, max_steps)
                 try:
-                    await self._review(agent, task, goal, max_steps)
+                    await self._review.review(
+                        agent,
+                        task=task,
+                        goal=goal,
+                        step_summaries=self._step_summaries,
+                        before_round=self._check_budget,  # the judge's cost counts: no round past the cap
+                        run_round=lambda: self._run_agent(agent, max_steps),
+                    )
                 except Exception as exc:
                     if isinstance(exc, BudgetExceeded):
                         raise
-                    await self._review_failed(exc)  # the done already reached stands
+                    await self._review.failed(root_cause(exc))  # the done already reached stands
         except BudgetExceeded as stop:
-            return await self._budget_outcome(stop)
+            return await self._ending.budget(str(stop))
         except ProviderGaveUp as gave_up:
-            cause = gave_up.__cause__ or gave_up
-            unusable = classify(cause).kind is FailureKind.INVALID_OUTPUT
-            salvaged = await self._store_complete_outcome() if unusable else None
-            return salvaged or await self._fatal(cause)
+            return await self._ending.provider_gave_up(root_cause(gave_up))
         except Exception as exc:
-            return await self._fatal(exc)
+            return await self._ending.fatal(exc)
         finally:
             self._activity.finish()
-        return await self._finished_outcome(agent, max_steps)
+        return await self._ending.finished(
+            step_errors=self._turn_errors,
+            out_of_steps=agent.state.n_steps > max_steps,
+            last_error=self._log.last_error,
+        )
+
+    async def _run_agent(self, agent: Agent[Any, Any], max_steps: int) -> None:
+        await agent.run(max_steps=max_steps, on_step_start=self._on_step_start, on_step_end=self._on_step_end)
 
     def _task_text(self, task: str, goal: str, preamble: str | None) -> str:
         text = f"{preamble}\n\n{task}" if preamble else task
@@ -298,7 +293,7 @@ class AgentRunner:
         await self._lean.before_step(self._browser)
         if self._log.reminder_due():
             completed_steps = agent.state.n_steps - 1
-            await self._event(
+            await self._feed.event(
                 EventCategory.GOAL, "goal", f"Goal reminder (step {completed_steps})", goal=self._log.goal
             )
 
@@ -324,15 +319,14 @@ class AgentRunner:
         calls = self._log.take()
         for call in calls:
             if call.thinking:
-                await self._event(
+                await self._feed.event(
                     EventCategory.REASONING,
                     "model_reasoning",
                     f"Reasoned for {call.duration:.1f}s",
                     reasoning=call.thinking[:6000],
                     durationSeconds=round(call.duration, 1),
                 )
-        history = agent.history.history
-        item = history[-1] if len(history) > self._turn_start else None
+        item = self._history.latest()
         step = agent.state.n_steps - 1
         if item is None or item.metadata is None or item.metadata.step_number != step:
             error = next((str(call.error) for call in calls if call.error), "The step produced no result")
@@ -352,7 +346,7 @@ class AgentRunner:
         self._step_summaries.append(entry.summary)
         executed = (entry.data or {}).get("actions", []) if entry.type is not MessageType.BROWSER_ACTION_ERROR else []
         self._lean.after_step(executed, item.state.url if item is not None else None)
-        await self._sink.append(self._spec.session_id, entry)
+        await self._feed.append(entry)
         return entry.summary
 
     def _observe(self, item: Any, data: dict[str, Any] | None) -> None:
@@ -363,15 +357,16 @@ class AgentRunner:
             return
         if self._structured.version != self._step_version_at_start:
             data["coverage"] = self._structured.coverage()
-        if self._review_baseline is not None and data.get("action") == "done":
-            changed = self._structured.answer_snapshot(self._last_done_text()) != self._review_baseline
+        baseline = self._review.baseline
+        if baseline is not None and data.get("action") == "done":
+            changed = self._structured.answer_snapshot(self._history.last_done_text()) != baseline
             data["reviewReply"] = "resubmitted" if changed else "replied"
 
     async def _remember_events(self, model_output: Any, executed: int) -> None:
         for action in (model_output.action or [])[:executed]:
             params = action.model_dump(exclude_unset=True).get("remember")
             if isinstance(params, dict):
-                await self._event(
+                await self._feed.event(
                     EventCategory.MEMORY,
                     "remember",
                     f"{params.get('key')} = {params.get('value')}",
@@ -387,7 +382,7 @@ class AgentRunner:
         except Exception:
             return
         if capture_start_url(self._clipboard, url):
-            await self._event(EventCategory.MEMORY, "startUrl", f"startUrl: {url}")
+            await self._feed.event(EventCategory.MEMORY, "startUrl", f"startUrl: {url}")
 
     def _raise_if_provider_gave_up(self) -> None:
         """End the turn early on a persistent provider fault or replies that stay unusable.
@@ -405,169 +400,3 @@ class AgentRunner:
                 raise ProviderGaveUp(f"The model provider kept failing: {last}") from last
         elif failure.kind is FailureKind.INVALID_OUTPUT and streak >= UNUSABLE_REPLIES:
             raise ProviderGaveUp(f"The model's replies stayed unusable: {last}") from last
-
-    # -- endings -----------------------------------------------------------------------------------------------
-    async def _finished_outcome(self, agent: Agent[Any, Any], max_steps: int) -> TurnOutcome:
-        items = agent.history.history[self._turn_start :]
-        done = next((r for item in reversed(items) for r in item.result if r.is_done), None)
-        if done is not None:
-            text = done.extracted_content or ""
-            schema = self._spec.output_schema
-            structured = self._structured.structured_result(text) if done.success else None
-            if structured is not None and not structured[1] and self._structured.prose:
-                structured = await self._reformat(self._structured.review_text(text), structured)
-            errors = self._turn_errors[:-1] if self._turn_errors else []
-            outcome = completed(
-                text=self._structured.text_output(text) if done.success else text,
-                agent_success=done.success,
-                schema=schema,
-                structured=structured,
-                recovered=count_recovered(errors),
-            )
-            if not done.success:
-                outcome = dataclasses.replace(outcome, output=self._structured.failed_output(text))
-        elif (salvaged := await self._store_complete_outcome()) is not None:
-            return salvaged
-        else:
-            out_of_steps = agent.state.n_steps > max_steps
-            unusable = self._log.last_error is not None and classify(self._log.last_error).kind is (
-                FailureKind.INVALID_OUTPUT
-            )
-            outcome = not_completed(out_of_steps=out_of_steps, unusable_replies=unusable)
-            outcome = dataclasses.replace(outcome, output=self._structured.failed_output(""))
-        await self._completion(outcome.summary, outcome.output)
-        return outcome
-
-    async def _completion(self, summary: str, output: Any) -> None:
-        await self._sink.append(
-            self._spec.session_id,
-            FeedEntry(MessageType.COMPLETION, summary, {"output": clip_output(output)}),
-        )
-
-    async def _budget_outcome(self, stop: BudgetExceeded) -> TurnOutcome:
-        salvage = await self.salvage()
-        summary = f"Stopped: {stop}. {salvage.kept}"
-        await self._completion(summary, salvage.output)
-        return TurnOutcome(
-            ending=TurnEnding.BUDGET,
-            summary=summary,
-            output=salvage.output,
-            is_task_successful=salvage.is_task_successful,
-            failure=Failure(FailureKind.BUDGET_EXCEEDED),
-            release_browser=True,
-        )
-
-    async def _fatal(self, exc: BaseException) -> TurnOutcome:
-        failure = classify(exc)
-        message = collapse(str(exc)) or type(exc).__name__
-        logger.warning("Turn of session %s failed: %s", self._spec.session_id, message)
-        await self._sink.append(
-            self._spec.session_id,
-            FeedEntry(
-                MessageType.BROWSER_ACTION_ERROR,
-                f"Fatal error: {message[:200]}",
-                {"errorFull": message[:6000], "traceback": f"{type(exc).__name__}: {message}"[:6000]},
-            ),
-        )
-        return TurnOutcome(
-            ending=TurnEnding.ERROR,
-            summary=f"Fatal error: {message[:300]}",
-            output=self._structured.failed_output(""),  # what the store gathered, never a success
-            is_task_successful=False,
-            failure=failure,
-            release_browser=True,
-        )
-
-    async def _store_complete_outcome(self) -> TurnOutcome | None:
-        """§13.7: the turn ended without done (steps exhausted, unusable replies) but the store is schema-valid."""
-        complete = self._structured.store_complete()
-        if complete is None:
-            return None
-        output, gate_passed = complete
-        await self._judge_event(
-            "storeComplete",
-            "Run ended without done, but the output store is schema-valid — recorded as delivered",
-            {"gatePassed": gate_passed},
-        )
-        summary = "Run ended without done; the output store was schema-valid, so it stands as the answer."
-        await self._completion(summary, output)
-        return TurnOutcome(ending=TurnEnding.FINISHED, summary=summary, output=output, is_task_successful=True)
-
-    async def salvage(self) -> Salvage:
-        """What an interrupted turn keeps (spec §13.8): the store when non-empty, else the agent's result.json,
-        else (stopped while its done was under review) that done's output."""
-        done = self._last_done()
-        reached = done.extracted_content if done is not None and done.success else None
-        return self._structured.salvage(reached)
-
-    async def _reformat(self, text: str, structured: tuple[Any, bool]) -> tuple[Any, bool]:
-        """Prose mode: one reformat call when the done text does not validate (its cost counts)."""
-        if self._judge_llm is None or self._spec.output_schema is None:
-            return structured
-        value, valid = await reformat_once(self._judge_llm, text, self._spec.output_schema)
-        return (value, True) if valid else structured
-
-    # -- structured output and review ----------------------------------------------------------------------------
-    async def _gate_event(self, summary: str, passed: bool, found: list[str]) -> None:
-        await self._event(EventCategory.SCHEMA, "completeness", summary, passed=passed, deficiencies=found)
-
-    async def _judge_event(self, action: str, summary: str, data: dict[str, Any]) -> None:
-        await self._event(EventCategory.JUDGE, action, summary, **data)
-
-    def _last_done(self) -> Any:
-        agent = self._agent
-        if agent is None:
-            return None
-        items = agent.history.history[self._turn_start :]
-        return next((r for item in reversed(items) for r in item.result if r.is_done), None)
-
-    def _last_done_text(self) -> str:
-        done = self._last_done()
-        return (done.extracted_content or "") if done is not None else ""
-
-    async def _review(self, agent: Agent[Any, Any], task: str, goal: str, max_steps: int) -> None:
-        """Spec §14: review a successful-looking done; change requests re-enter the agent as continuations."""
-        done = self._last_done()
-        if self._reviewer is None or done is None or not done.success:
-            return
-
-        async def resume(message: str) -> RoundResult:
-            await self._check_budget()  # the judge's cost counts: no further round once the cap is reached
-            self._review_baseline = self._structured.answer_snapshot(self._last_done_text())
-            before = len(agent.history.history)
-            agent.add_new_task(message)
-            await agent.run(max_steps=max_steps, on_step_start=self._on_step_start, on_step_end=self._on_step_end)
-            latest = self._last_done()
-            fresh = any(r.is_done for item in agent.history.history[before:] for r in item.result)
-            steps = len(agent.history.history) - before
-            return RoundResult(steps=steps, done_ok=bool(fresh and latest is not None and latest.success))
-
-        context = ReviewContext(
-            task=task,
-            goal=goal,
-            done_text=lambda: self._structured.review_text(self._last_done_text()),
-            steps=lambda: list(self._step_summaries),
-            answer=lambda: self._structured.answer_snapshot(self._last_done_text()),
-        )
-        await self._reviewer.review(context, resume)
-
-    async def _review_failed(self, exc: BaseException) -> None:
-        cause = exc.__cause__ if isinstance(exc, ProviderGaveUp) and exc.__cause__ is not None else exc
-        message = collapse(str(cause)) or type(cause).__name__
-        logger.warning("A review round of session %s failed: %s", self._spec.session_id, message)
-        await self._judge_event(
-            "review",
-            f"Review round failed ({message[:200]}) — stopping the review and recording the standing result",
-            {"verdict": "error", "error": message[:2000]},
-        )
-
-    async def _dissent(self, outcome: TurnOutcome) -> None:
-        if self._reviewer is None:
-            return
-        note = dissent(self._reviewer.last_verdict, outcome.is_task_successful)
-        if note is not None:
-            await self._judge_event(
-                "dissent",
-                f"Reviewer's last verdict ({note['verdict']}) differs from the recorded outcome ({note['recorded']})",
-                note,
-            )

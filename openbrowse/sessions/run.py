@@ -22,7 +22,8 @@ from openbrowse.agent.nav_guard import NavigationGuard
 from openbrowse.agent.netpolicy import NetworkRules
 from openbrowse.agent.preflight import follow_up_prompt, goal_sentence
 from openbrowse.agent.replay import replay_preamble
-from openbrowse.agent.runner import AgentRunner, RunSpec, temp_dir_inside
+from openbrowse.agent.runner import AgentRunner, RunSpec
+from openbrowse.agent.temp_dir import temp_dir_inside
 from openbrowse.agent.tools.clipboard import start_url_of
 from openbrowse.config import Settings
 from openbrowse.domain.activity import NO_ACTIVITY, ActivityKind, ActivityReporter
