@@ -31,7 +31,7 @@ BENCHMARKS = {
     "lean_state": "Lean state",
     "read_pages": "read_pages against visiting pages one by one",
     "reviewer": "Reviewer overhead",
-    "session_start": "Session start, cold and warm; server RSS after many sessions (against the original)",
+    "session_start": "Session start: the first session after a start and later ones (against the original)",
     "api_load": "API under load and event-loop lag (against the original)",
     "server_memory": "Server memory after many sessions (against the original)",
     "warm_spare": "Warm spare against a cold start; boot → /health; slot PSS with and without a viewer",

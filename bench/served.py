@@ -25,7 +25,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.fakes.llm_server import FakeProvider
-from tests.support.server import ServerProcess
+from tests.support.server import ServerProcess, wait_until
 
 MiB = 1024 * 1024
 TERMINAL = {"idle", "stopped", "timed_out", "error", "expired"}
@@ -116,3 +116,15 @@ def print_figures(rows: Sequence[tuple[str, str, str]], *, markdown: bool, width
     else:
         for name, value, note in rows:
             print(f"{name:{widths[0]}} {value:{widths[1]}} {note}")
+
+
+def ready_spare(server: ServerProcess) -> float:
+    """Wait for a ready spare; return its PSS in MiB."""
+    found: list[float] = []
+
+    def probe() -> bool:
+        found[:] = [s["pssMib"] for s in health_details(server)["spares"]["slots"] if s["state"] == "ready"]
+        return bool(found)
+
+    wait_until(probe, 60, interval=0.02, what="a ready spare")
+    return found[0]

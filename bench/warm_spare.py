@@ -6,9 +6,11 @@
 Each iteration starts two servers (``python -m openbrowse serve``, zero-latency fake model), one with a spare and
 one without, timing each from spawn to the first ``200`` of ``/health`` (browser-use is imported before that).
 Sessions then alternate between them, two each: before a warm POST the bench waits until ``/health/details``
-lists a ready spare, as a client arriving at an idle server finds it. Last, a keep-alive session on the warm
-server opens the fixture page with the cross-origin iframe and parks; the PSS of its slot (Xvfb, Chromium and
-helpers, from ``/health/details``) is read without a viewer and again while one is connected to the live view.
+lists a ready spare, as a client arriving at an idle server finds it. Last, with both servers gone, a keep-alive
+session on a lone server without a spare opens the fixture page with the cross-origin iframe and parks; the PSS of
+its slot (Xvfb, Chromium and helpers, from ``/health/details``) is read without a viewer and again while one is
+connected to the live view. PSS shares a page among all processes mapping it, so a neighbouring Chromium would
+make the slot look lighter; the lone server is what the original's 505 MiB was measured as.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from websockets.typing import Subprotocol
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from served import MODEL, TERMINAL, fmt, health_details, print_figures, run_session, served
+from served import MODEL, TERMINAL, fmt, health_details, print_figures, ready_spare, run_session, served
 
 from tests.fakes.llm_script import done, navigate
 from tests.fakes.llm_server import FakeProvider
@@ -36,18 +38,6 @@ from tests.support.server import ServerProcess, wait_until
 
 ORIGINAL = {"boot": 3.33, "running": 1.18, "pss": 505.0}
 """The original OpenBrowse on this machine (issue 11), medians."""
-
-
-def ready_spare(server: ServerProcess) -> float:
-    """Wait for a ready spare; return its PSS in MiB."""
-    found: list[float] = []
-
-    def probe() -> bool:
-        found[:] = [s["pssMib"] for s in health_details(server)["spares"]["slots"] if s["state"] == "ready"]
-        return bool(found)
-
-    wait_until(probe, 60, interval=0.02, what="a ready spare")
-    return found[0]
 
 
 def slot_pss(server: ServerProcess, owner: str) -> float:
@@ -100,7 +90,7 @@ def main() -> None:
     pss_without: list[float] = []
     pss_with: list[float] = []
     for _ in range(args.iterations):
-        with ExitStack() as stack, FixtureSites() as site, httpx.Client(timeout=60) as client:
+        with ExitStack() as stack, httpx.Client(timeout=60) as client:
             servers = {}
             for kind, prewarm in (("warm", "1"), ("cold", "0")):
                 started = time.monotonic()
@@ -112,8 +102,13 @@ def main() -> None:
                     if kind == "warm":
                         spare_pss.append(ready_spare(server))
                     running[kind].append(run_session(server, fake, client).running)
-            server, fake = servers["warm"]
-            ready_spare(server)
+        # PSS splits shared pages among every process mapping them, so a neighbouring Chromium (a spare, the
+        # other server's) would make this slot look lighter: measure it on a lone server without a spare.
+        with (
+            served({"PREWARM_SLOTS": "0"}) as (server, fake),
+            FixtureSites() as site,
+            httpx.Client(timeout=60) as client,
+        ):
             without, with_viewer = parked_session_pss(server, fake, site, client)
             pss_without.append(without)
             pss_with.append(with_viewer)
