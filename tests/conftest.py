@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
@@ -9,6 +10,16 @@ import pytest
 from browser_use_sdk.v3 import AsyncBrowserUse
 
 from tests.support.server import ServerProcess
+
+
+@pytest.fixture(autouse=True)
+def _restore_process_temp_dir() -> Iterator[None]:
+    """An app built in-process points ``tempfile.tempdir`` into its data dir (``bootstrap``); a later test in the
+    same worker must not inherit a temp dir inside another test's ``tmp_path``."""
+    before = tempfile.tempdir
+    yield
+    tempfile.tempdir = before
+
 
 StartServer = Callable[..., ServerProcess]
 

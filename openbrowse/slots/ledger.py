@@ -392,7 +392,12 @@ def cleanup_leftovers(ledger_path: Path, run_dir: Path, slots_dir: Path) -> Clea
         if not path.resolve().is_relative_to(run_dir.resolve()):
             logger.warning("Not wiping %s from the ledger: it is outside %s", path, run_dir)
             continue
-        if path.exists():
+        try:
+            exists = path.exists()
+        except OSError as exc:
+            logger.warning("Could not look at %s: %s", path, exc)
+            continue
+        if exists:
             shutil.rmtree(path, ignore_errors=True)
             report.wiped_dirs.append(directory)
     return report
