@@ -82,8 +82,8 @@ def main() -> None:
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--iterations", type=int, default=1, help="repeat the comparison; the figures are summarised")
     args = parser.parse_args()
-    runs = [compare(args.pages, args.latency) for _ in range(max(1, args.iterations))]
-    if len(runs) > 1:
+    runs = [compare(args.pages, args.latency, show=not args.markdown) for _ in range(max(1, args.iterations))]
+    if args.markdown or len(runs) > 1:
         summarise(runs, args.pages, args.latency)
 
 
@@ -97,21 +97,23 @@ def summarise(runs: list[dict[str, Any]], pages: int, latency: float) -> None:
         "",
         f"Over {len(runs)} runs ({pages} pages, model latency {latency:g} s/step), min / median / max:",
         "",
-        "| side | reading phase (s) | session wall (s) |",
-        "|---|---|---|",
+        "| figure (min / median / max) | value |",
+        "|---|---|",
         *(
-            f"| {label} | {spread([r[side]['phase'] for r in runs])} | {spread([r[side]['wall'] for r in runs])} |"
+            f"| {label}: {what} (s) | {spread([r[side][key] for r in runs])} |"
             for side, label in (("batched", "read_pages"), ("single", "one by one"))
+            for key, what in (("phase", "reading phase"), ("wall", "session wall"))
         ),
-        "",
-        f"Speed-up of the reading phase: {spread([r['ratio'] for r in runs])}x; "
-        f"1-min load average at the runs' starts: {spread([r['load'] for r in runs])}.",
+        f"| pages read (read_pages / one by one) | {min(r['batched']['read'] for r in runs)} / "
+        f"{min(r['single']['read'] for r in runs)} of {pages} (worst run) |",
+        f"| speed-up of the reading phase (goal ≥ 5x) | {spread([r['ratio'] for r in runs])}x |",
+        f"| 1-min load average at the runs' starts | {spread([r['load'] for r in runs])} |",
     ]
     sys.stdout.write("\n".join(lines) + "\n")
 
 
-def compare(pages: int, latency: float) -> dict[str, Any]:
-    """One side-by-side run: print its table and return both sides' figures and the speed-up."""
+def compare(pages: int, latency: float, *, show: bool = True) -> dict[str, Any]:
+    """One side-by-side run: print its table (``show``) and return both sides' figures and the speed-up."""
     load = os.getloadavg()[0]
     with (
         tempfile.TemporaryDirectory(prefix="read-pages-bench-") as home,
@@ -152,7 +154,8 @@ def compare(pages: int, latency: float) -> dict[str, Any]:
         f"Speed-up of the reading phase: **{ratio:.1f}x** ({pages} pages, model latency {latency:g} s/step; "
         f"1-min load average {load:.1f} at the start).",
     ]
-    sys.stdout.write("\n".join(lines) + "\n")
+    if show:
+        sys.stdout.write("\n".join(lines) + "\n")
     return {"batched": batched, "single": single, "ratio": ratio, "load": load}
 
 
