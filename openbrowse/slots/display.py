@@ -69,6 +69,8 @@ class DisplayStack:
         self.websockify: ManagedProcess | None = None
         self._xvfb_probe: DisplayFdProbe | None = None
         self._vnc_lock = asyncio.Lock()
+        self._vnc_proven = False
+        """True once the running x11vnc/websockify pair answered its readiness probes."""
 
     @property
     def view_only(self) -> bool:
@@ -183,9 +185,14 @@ class DisplayStack:
             stale = [p for p in (self.x11vnc, self.websockify) if p is not None and not p.running]
             for process in stale:
                 await process.aclose()  # reap leftovers of a crashed one (already dead; just releases its fds)
-            self.spawn_websockify()
-            self.spawn_x11vnc()
-            await self.wait_vnc(within)
+            spawned = [self.spawn_websockify(), self.spawn_x11vnc()]
+            if any(spawned) or not self._vnc_proven:
+                # Only a new pair is probed: the x11vnc probe is a VNC client connection, which x11vnc serves
+                # one at a time (about 0.1 s each); probing on every viewer or asset fetch queued the real
+                # viewer behind dozens of them (4 s to the first frame of the live page).
+                self._vnc_proven = False
+                await self.wait_vnc(within)
+                self._vnc_proven = True
 
     async def set_view_only(self, view_only: bool) -> None:
         """Switch x11vnc between view-only and interactive (applies to connected viewers as well)."""
@@ -232,6 +239,7 @@ class DisplayStack:
             await self.stop_vnc()
 
     async def stop_vnc(self) -> None:
+        self._vnc_proven = False
         for process in (self.websockify, self.x11vnc):
             if process is not None:
                 await process.aclose()

@@ -36,7 +36,8 @@ class LiveViewers:
     @property
     def stop_pending(self) -> bool:
         """True while the VNC side is due to stop because its last viewer left."""
-        return self._reaper is not None and not self._reaper.done()
+        reaper = self._reaper
+        return reaper is not None and not reaper.done() and not reaper.cancelling()
 
     def arrive(self) -> int:
         """Count a viewer in; return its ticket for :meth:`leave`."""
