@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from tests.support.server import ServerProcess
+
+if TYPE_CHECKING:
+    from tests.fakes.llm_request import LLMRequest
+    from tests.fakes.llm_server import FakeProvider
 
 TERMINAL = {"idle", "stopped", "timed_out", "error", "expired"}
 
@@ -71,3 +76,24 @@ def stop(server: ServerProcess, session_id: str, strategy: str | None = None) ->
     assert response.status_code == 200, response.text
     data: dict[str, Any] = response.json()
     return data
+
+
+def agent_steps(request: LLMRequest) -> bool:
+    return request.is_agent_step
+
+
+def step_requests(fake: FakeProvider, marker: str) -> list[LLMRequest]:
+    return [r for r in fake.requests_matching(marker) if r.is_agent_step]
+
+
+def session_files(server: ServerProcess, session_id: str) -> Path:
+    return server.home / "data" / "sessions" / session_id
+
+
+def envelope_in(request: LLMRequest, file: str) -> dict[str, Any]:
+    """The JSON envelope naming ``file`` that the previous action returned, as the model received it."""
+    start = request.text.rfind('{"note"', 0, request.text.find(f'"file": "{file}"') + 1)
+    assert start >= 0, request.text[-3000:]
+    value, _ = json.JSONDecoder().raw_decode(request.text[start:])
+    assert isinstance(value, dict)
+    return value

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from tests.e2e.agent_support import data_of
-from tests.fakes.llm_request import LLMRequest
 from tests.fakes.llm_script import agent_step
-from tests.support.server import ServerProcess
 
 PRODUCTS: dict[str, Any] = {
     "type": "object",
@@ -37,10 +34,6 @@ PROSE_SCHEMA: dict[str, Any] = {
 """A genuine union: no store can hold it, so the run is in prose mode (spec §13.1)."""
 
 
-def agent_steps(request: LLMRequest) -> bool:
-    return request.is_agent_step
-
-
 def add_products(*items: dict[str, Any]) -> dict[str, Any]:
     return agent_step([{"add_item": {"item": item}} for item in items], next="Write the products to the output.")
 
@@ -62,7 +55,3 @@ def events(feed: list[dict[str, Any]], category: str, action: str) -> list[dict[
 
 def completions(feed: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [m for m in feed if m["type"] == "completion"]
-
-
-def session_files(server: ServerProcess, session_id: str) -> Path:
-    return server.home / "data" / "sessions" / session_id

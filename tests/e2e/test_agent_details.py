@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import StartServer
-from tests.e2e.agent_support import create, data_of, get, messages, token, wait_until_status
+from tests.e2e.agent_support import agent_steps, create, data_of, get, messages, token, wait_until_status
 from tests.fakes.llm_request import LLMRequest
 from tests.fakes.llm_script import Fault, Gate, agent_step, done, navigate, structured, text
 from tests.fakes.llm_server import FakeProvider
@@ -13,10 +13,6 @@ from tests.fakes.site import FixtureSites
 from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display]
-
-
-def agent_steps(request: LLMRequest) -> bool:
-    return request.is_agent_step
 
 
 def text_calls(request: LLMRequest) -> bool:

@@ -8,6 +8,7 @@ import pytest
 from browser_use_sdk.v3 import AsyncBrowserUse
 
 from tests.e2e.agent_support import (
+    agent_steps,
     create,
     data_of,
     get,
@@ -16,7 +17,6 @@ from tests.e2e.agent_support import (
     token,
     wait_until_status,
 )
-from tests.fakes.llm_request import LLMRequest
 from tests.fakes.llm_script import Gate, agent_step, click_on, done, navigate, structured, type_into
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
@@ -24,10 +24,6 @@ from tests.support.polling import wait_for_status
 from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display]
-
-
-def agent_steps(request: LLMRequest) -> bool:
-    return request.is_agent_step
 
 
 async def test_purchase_flow_completes(

@@ -13,18 +13,13 @@ import httpx
 import pytest
 
 from tests.conftest import StartServer
-from tests.e2e.agent_support import create, token, wait_until_status
-from tests.fakes.llm_request import LLMRequest
+from tests.e2e.agent_support import agent_steps, create, token, wait_until_status
 from tests.fakes.llm_script import done, navigate
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
 from tests.support.server import ServerProcess, free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display]
-
-
-def agent_steps(request: LLMRequest) -> bool:
-    return request.is_agent_step
 
 
 @pytest.fixture(scope="module")

@@ -25,9 +25,8 @@ from playwright.async_api import Page, async_playwright
 from openbrowse.api.codeview_page import CODE_BACKGROUND
 from openbrowse.slots.layout import slot_layout
 from tests.conftest import StartServer
-from tests.e2e.agent_support import create, data_of, messages, stop, token, wait_until_status
+from tests.e2e.agent_support import agent_steps, create, data_of, messages, stop, token, wait_until_status
 from tests.e2e.browser_support import ARTIFACTS, CdpClient, needs_display
-from tests.fakes.llm_request import LLMRequest
 from tests.fakes.llm_script import done, navigate, run_code, streamed
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
@@ -48,10 +47,6 @@ SCRIPT = (
     + "        await asyncio.sleep(0.05)\n"
     + "print('released \u2713')\n"
 )
-
-
-def agent_steps(request: LLMRequest) -> bool:
-    return request.is_agent_step
 
 
 # -- the session's own Chromium, read over CDP ----------------------------------------------------------------

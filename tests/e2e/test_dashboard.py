@@ -21,9 +21,8 @@ from PIL import Image, ImageChops
 from playwright.async_api import Browser, Page, async_playwright
 
 from tests.conftest import StartServer
-from tests.e2e.agent_support import token
+from tests.e2e.agent_support import agent_steps, token
 from tests.e2e.browser_support import ARTIFACTS, create_browser, forwarded_for, needs_display
-from tests.fakes.llm_request import LLMRequest
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
@@ -69,10 +68,6 @@ def no_script_errors() -> Iterator[None]:
     SCRIPT_ERRORS.clear()
     yield
     assert not SCRIPT_ERRORS, SCRIPT_ERRORS
-
-
-def agent_steps(request: LLMRequest) -> bool:
-    return request.is_agent_step
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,7 @@ import pytest
 from httpx_sse import EventSource, ServerSentEvent, connect_sse
 
 from tests.conftest import StartServer
-from tests.e2e.agent_support import create, messages, token, wait_for_message, wait_until_status
-from tests.fakes.llm_request import LLMRequest
+from tests.e2e.agent_support import agent_steps, create, messages, token, wait_for_message, wait_until_status
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
@@ -21,10 +20,6 @@ from tests.support.server import ServerProcess
 pytestmark = [pytest.mark.e2e, pytest.mark.display]
 
 PING_INTERVAL = 0.5
-
-
-def agent_steps(request: LLMRequest) -> bool:
-    return request.is_agent_step
 
 
 @pytest.fixture(scope="module")

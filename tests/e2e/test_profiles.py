@@ -16,19 +16,14 @@ import httpx
 import pytest
 from browser_use_sdk.v3 import AsyncBrowserUse
 
-from tests.e2e.agent_support import create, data_of, messages, token, wait_until_status
+from tests.e2e.agent_support import agent_steps, create, data_of, messages, token, wait_until_status
 from tests.e2e.browser_support import cdp_navigate
-from tests.fakes.llm_request import LLMRequest
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.login_site import LoginSite
 from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, pytest.mark.timeout(420)]
-
-
-def agent_steps(request: LLMRequest) -> bool:
-    return request.is_agent_step
 
 
 @pytest.fixture(scope="module")

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.e2e.agent_support import create, data_of, messages, token, wait_until_status
-from tests.fakes.llm_request import LLMRequest
+from tests.e2e.agent_support import (
+    agent_steps,
+    create,
+    data_of,
+    envelope_in,
+    messages,
+    session_files,
+    step_requests,
+    token,
+    wait_until_status,
+)
 from tests.fakes.llm_script import agent_step, done, navigate
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites, career_records
@@ -38,27 +46,6 @@ JOBS_SCHEMA: dict[str, Any] = {
     },
     "required": ["jobs"],
 }
-
-
-def agent_steps(request: LLMRequest) -> bool:
-    return request.is_agent_step
-
-
-def step_requests(fake: FakeProvider, marker: str) -> list[LLMRequest]:
-    return [r for r in fake.requests_matching(marker) if r.is_agent_step]
-
-
-def session_files(server: ServerProcess, session_id: str) -> Path:
-    return server.home / "data" / "sessions" / session_id
-
-
-def envelope_in(request: LLMRequest, file: str) -> dict[str, Any]:
-    """The JSON envelope naming ``file`` that the previous action returned, as the model received it."""
-    start = request.text.rfind('{"note"', 0, request.text.find(f'"file": "{file}"') + 1)
-    assert start >= 0, request.text[-3000:]
-    value, _ = json.JSONDecoder().raw_decode(request.text[start:])
-    assert isinstance(value, dict)
-    return value
 
 
 def read_events(server: ServerProcess, session_id: str) -> list[str]:

@@ -10,7 +10,7 @@ import pytest
 
 from openbrowse.agent.prompts import NO_SOLVER
 from tests.conftest import StartServer
-from tests.e2e.agent_support import create, data_of, messages, token, wait_until_status
+from tests.e2e.agent_support import agent_steps, create, data_of, messages, step_requests, token, wait_until_status
 from tests.fakes.capsolver import API_KEY, SITE_KEY, CaptchaPage, FakeCapSolver, Outcome
 from tests.fakes.llm_request import LLMRequest
 from tests.fakes.llm_script import agent_step, click_on, done, navigate
@@ -30,14 +30,6 @@ def capsolver() -> Iterator[FakeCapSolver]:
 def captcha_page() -> Iterator[CaptchaPage]:
     with CaptchaPage() as page:
         yield page
-
-
-def agent_steps(request: LLMRequest) -> bool:
-    return request.is_agent_step
-
-
-def step_requests(fake: FakeProvider, marker: str) -> list[LLMRequest]:
-    return [r for r in fake.requests_matching(marker) if r.is_agent_step]
 
 
 def offers_solve_captcha(request: LLMRequest) -> bool:

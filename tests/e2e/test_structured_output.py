@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.agent_support import create, data_of, messages, token, wait_until_status
-from tests.fakes.llm_request import LLMRequest
+from tests.e2e.agent_support import agent_steps, create, data_of, messages, token, wait_until_status
 from tests.fakes.llm_script import Fault, agent_step, done, is_review, navigate, structured, text, verdict
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import CAREER_COMPANY, FixtureSites, career_records
@@ -59,10 +58,6 @@ for link in read_json("found_links.json")[:LIMIT]:
     })
 print(coverage())
 """
-
-
-def agent_steps(request: LLMRequest) -> bool:
-    return request.is_agent_step
 
 
 def truth(site: FixtureSites) -> list[dict[str, Any]]:

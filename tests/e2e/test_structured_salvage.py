@@ -12,17 +12,24 @@ import json
 import pytest
 
 from tests.conftest import StartServer
-from tests.e2e.agent_support import create, data_of, messages, stop, token, wait_until_status
+from tests.e2e.agent_support import (
+    agent_steps,
+    create,
+    data_of,
+    messages,
+    session_files,
+    stop,
+    token,
+    wait_until_status,
+)
 from tests.e2e.structured_support import (
     BLUE,
     PRODUCTS,
     PROSE_SCHEMA,
     RED,
     add_products,
-    agent_steps,
     completions,
     events,
-    session_files,
     write_result_file,
 )
 from tests.fakes.llm_script import Gate, done, navigate, structured
