@@ -22,6 +22,10 @@ class WireModel(BaseModel):
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
 
 
+MAX_COST_USD_LIMIT = 1e9
+"""Far above any real budget; keeps the cent arithmetic of the ceiling within Decimal's precision."""
+
+
 class CreateSessionBody(WireModel):
     """``POST /v3/sessions``. Unknown fields are ignored; which fields were *sent* matters for follow-ups."""
 
@@ -44,6 +48,8 @@ class CreateSessionBody(WireModel):
     def _finite_positive(cls, value: float | None) -> float | None:
         if value is not None and (not math.isfinite(value) or value <= 0):
             raise ValueError("maxCostUsd must be a finite number greater than 0")
+        if value is not None and value > MAX_COST_USD_LIMIT:
+            raise ValueError(f"maxCostUsd must be at most {MAX_COST_USD_LIMIT:,.0f}")
         return value
 
     @field_validator("output_schema")

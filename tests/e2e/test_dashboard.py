@@ -195,6 +195,7 @@ async def test_a_run_from_the_form_shows_cards_live_view_and_output(
     await page.locator("#feed li[data-type=completion]").wait_for()
     await page.click("[data-tab=output]")
     rows = page.locator("#output table tbody tr")
+    await rows.nth(2).wait_for()  # the output arrives with the session's own update, which may trail the card
     assert await rows.count() == 3
     assert await page.locator("#output table thead th").all_text_contents() == ["name", "price"]
     async with page.expect_download() as json_download:

@@ -7,6 +7,7 @@ login fixture site that stores a cookie, a localStorage and a sessionStorage val
 from __future__ import annotations
 
 import json
+import re
 import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,7 +17,7 @@ import httpx
 import pytest
 from browser_use_sdk.v3 import AsyncBrowserUse
 
-from tests.e2e.agent_support import agent_steps, create, data_of, messages, token, wait_until_status
+from tests.e2e.agent_support import agent_steps, create, data_of, messages, token, wait_for_message, wait_until_status
 from tests.e2e.browser_support import cdp_navigate
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
@@ -75,7 +76,17 @@ def run_session(
 def finish(server: ServerProcess, session_id: str) -> dict[str, Any]:
     finished = wait_until_status(server, session_id, {"stopped", "error", "idle"}, timeout=180)
     assert finished["status"] == "stopped", finished["lastStepSummary"]
+    if finished["profileId"]:  # the merge runs as the browser closes, which ends just after the status turns
+        wait_for_message(server, session_id, _profile_written, timeout=60)
     return finished
+
+
+def _profile_written(message: dict[str, Any]) -> bool:
+    return (
+        message["type"] == "event"
+        and data_of(message).get("action") == "profile"
+        and re.match(r"Profile \S+ (saved|not saved|was deleted)", message["summary"]) is not None
+    )
 
 
 def profile_notes(server: ServerProcess, session_id: str) -> list[str]:

@@ -169,7 +169,14 @@ def test_budget_is_scaled_and_rounded_up(http: httpx.Client) -> None:
 
 
 @pytest.mark.parametrize(
-    "raw", ['{"maxCostUsd": 0}', '{"maxCostUsd": -1}', '{"maxCostUsd": NaN}', '{"maxCostUsd": Infinity}']
+    "raw",
+    [
+        '{"maxCostUsd": 0}',
+        '{"maxCostUsd": -1}',
+        '{"maxCostUsd": NaN}',
+        '{"maxCostUsd": Infinity}',
+        '{"maxCostUsd": 3.8e291}',  # found by schemathesis: the cent rounding overflowed Decimal
+    ],
 )
 def test_bad_budget_is_a_422_never_a_500(http: httpx.Client, raw: str) -> None:
     response = http.post("/v3/sessions", content=raw, headers={"content-type": "application/json"})
