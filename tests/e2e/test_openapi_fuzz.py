@@ -60,6 +60,8 @@ FIXED_EXAMPLES = 25
 RANDOM_EXAMPLES = 10
 REQUEST_TIMEOUT = 30.0
 EXPECTED_OPERATIONS = 16
+TRANSPORT_HEADERS = {"content-length", "transfer-encoding", "connection", "host", "upgrade"}
+"""Headers the HTTP client owns; a malformed one never reaches the app (the parser answers 400 text/plain)."""
 
 
 @pytest.fixture(scope="module")
@@ -96,6 +98,8 @@ def fuzz(operation: schemathesis.APIOperation, *, examples: int, seed: int | Non
         print_blob=True,
     )
     def check(case: schemathesis.Case) -> None:
+        for name in [name for name in case.headers or {} if name.lower() in TRANSPORT_HEADERS]:
+            del case.headers[name]  # framing, not API input: uvicorn's HTTP parser answers a bad one itself
         case.call_and_validate(headers=AUTH, checks=CHECKS, timeout=REQUEST_TIMEOUT)
 
     if seed is not None:
