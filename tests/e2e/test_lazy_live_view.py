@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 import websockets
 from websockets.typing import Subprotocol
@@ -18,7 +20,11 @@ pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display, pytest.mark.t
 
 
 def _live_view(server: ServerProcess) -> set[str]:
-    return {p.name() for p in stack_processes(server)} & {"x11vnc", "websockify"}
+    names = set()
+    for process in stack_processes(server):
+        with contextlib.suppress(psutil.NoSuchProcess):  # it may exit while we look: that is the point
+            names.add(process.name())
+    return names & {"x11vnc", "websockify"}
 
 
 async def test_the_live_view_runs_only_while_someone_watches(tmp_path: Path) -> None:
