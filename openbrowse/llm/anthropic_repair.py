@@ -2,7 +2,8 @@
 
 browser-use's ``ChatAnthropic`` asks for structured output as one call of a tool named after the output
 model and reads the *first* ``tool_use`` block. Claude sometimes gets the shape wrong in ways that still
-carry the whole answer; these pure functions rewrite the ``Message`` content so the answer survives:
+carry the whole answer; these pure functions rewrite the reply's content blocks (plain dicts, as the Messages
+API sends them) so the answer survives:
 
 * **split tool calls** — the answer arrives as several ``tool_use`` blocks (say, the narrative in one and the
   ``action`` list in another): the inputs are merged into one block (``action`` lists concatenated, other
@@ -24,17 +25,20 @@ import json
 import re
 from typing import Any
 
-from anthropic.types import ToolUseBlock
-
 from openbrowse.llm.parsing import decode_serialized_fields, extract_json_object, first_balanced
 
 _PARAMETER = re.compile(r'<parameter name="([^"]+)">(.*?)(?:</parameter>|</\1>)', re.DOTALL)
 _ACTION_KEY = re.compile(r'"action"\s*:\s*(?=\[)')
 _EMPTY: tuple[object, ...] = (None, "", [], {})
+RECOVERED_TOOL_USE_ID = "toolu_recovered_from_text"
 
 
 def _is_tool_use(block: Any) -> bool:
-    return getattr(block, "type", None) == "tool_use"
+    return isinstance(block, dict) and block.get("type") == "tool_use"
+
+
+def _blocks_of(content: list[Any], kind: str, field: str) -> list[str]:
+    return [str(block.get(field) or "") for block in content if isinstance(block, dict) and block.get("type") == kind]
 
 
 def _merge_inputs(inputs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -53,8 +57,8 @@ def merge_tool_calls(content: list[Any]) -> list[Any]:
     tool_blocks = [block for block in content if _is_tool_use(block)]
     if len(tool_blocks) < 2:
         return content
-    inputs = [block.input for block in tool_blocks if isinstance(block.input, dict)]
-    merged = tool_blocks[0].model_copy(update={"input": _merge_inputs(inputs)})
+    inputs = [block["input"] for block in tool_blocks if isinstance(block.get("input"), dict)]
+    merged = {**tool_blocks[0], "input": _merge_inputs(inputs)}
     result: list[Any] = []
     for block in content:
         if block is tool_blocks[0]:
@@ -147,7 +151,7 @@ def tool_call_from_text(content: list[Any], tool_name: str) -> list[Any]:
     """Synthesise a ``tool_use`` block from a call the model wrote as text (no-op if a block exists)."""
     if any(_is_tool_use(block) for block in content):
         return content
-    text = "".join(getattr(block, "text", "") or "" for block in content if getattr(block, "type", None) == "text")
+    text = "".join(_blocks_of(content, "text", "text"))
     if not text.strip():
         return content
     data: dict[str, Any] | None = _parameters(text) or None
@@ -156,14 +160,11 @@ def tool_call_from_text(content: list[Any], tool_name: str) -> list[Any]:
         data = _unwrap_call(found, tool_name) if found is not None else None
     if not data:
         return content
-    block = ToolUseBlock(id="toolu_recovered_from_text", name=tool_name, input=data, type="tool_use")
-    return [*content, block]
+    return [*content, {"id": RECOVERED_TOOL_USE_ID, "name": tool_name, "input": data, "type": "tool_use"}]
 
 
 def _thinking_text(content: list[Any]) -> str:
-    return "\n".join(
-        getattr(block, "thinking", "") or "" for block in content if getattr(block, "type", None) == "thinking"
-    )
+    return "\n".join(_blocks_of(content, "thinking", "thinking"))
 
 
 def recover_from_thinking_block(data: dict[str, Any], thinking: str) -> dict[str, Any]:
@@ -191,9 +192,9 @@ def repair_content(content: list[Any], tool_name: str, *, expects_action: bool) 
     thinking = _thinking_text(repaired)
     result: list[Any] = []
     for block in repaired:
-        if _is_tool_use(block) and isinstance(block.input, dict):
-            fixed = recover_from_thinking_block(recover_leaked_action(block.input), thinking)
-            if fixed is not block.input:
-                block = block.model_copy(update={"input": fixed})
+        if _is_tool_use(block) and isinstance(block.get("input"), dict):
+            fixed = recover_from_thinking_block(recover_leaked_action(block["input"]), thinking)
+            if fixed is not block["input"]:
+                block = {**block, "input": fixed}
         result.append(block)
     return result

@@ -1,18 +1,21 @@
 """Exception → ``Failure`` (spec §15.2): which provider fault, if any, ended a run.
 
-Exceptions reach the run loop wrapped: the SDK error inside browser-use's ``ModelProviderError`` inside
+Exceptions reach the run loop wrapped: the SDK error (or, for Claude, our own ``provider_errors``, since the
+Anthropic client speaks HTTP itself) inside browser-use's ``ModelProviderError`` inside
 whatever the agent raised, sometimes inside an ``ExceptionGroup``. :func:`classify` walks ``__cause__``
 (else an unsuppressed ``__context__`` of a bare wrapper) and group members, picks the **original** exception
 (the deepest one it can read) and maps it most-specific-first, in the manner of httpx's
 ``map_httpcore_exceptions``:
 
-1. rate limit — ``RateLimitError`` / ``ModelRateLimitError`` / status 429 → ``provider_rate_limit``
+1. rate limit — ``RateLimitError`` / ``ProviderRateLimitError`` / ``ModelRateLimitError`` / status 429 →
+   ``provider_rate_limit``
    (code 429 unless the error carries another);
-2. timeout — ``openai.APITimeoutError``, ``anthropic.APITimeoutError``, ``httpx``/``httpx2``
+2. timeout — ``openai.APITimeoutError``, our ``ProviderTimeoutError``, ``httpx``/``httpx2``
    ``TimeoutException``, tested *before* connection errors because they subclass them; or a provider error
    whose text says it timed out (status ``None``/408/5xx only), or the agent's "LLM call timed out" →
    ``provider_timeout`` with the status if there is one;
-3. no connection — ``APIConnectionError``, ``httpx``/``httpx2`` transport errors, browser-use's
+3. no connection — ``APIConnectionError``, ``ProviderConnectionError``, ``httpx``/``httpx2`` transport errors,
+   browser-use's
    ``ModelProviderError('Connection error.')`` with its synthetic 502 → ``provider_connection_error``,
    no status;
 4. provider 5xx (Anthropic's 529 overloaded included) → ``provider_server_error`` with the status;
@@ -22,8 +25,8 @@ whatever the agent raised, sometimes inside an ``ExceptionGroup``. :func:`classi
    wraps a local parse/validation error (``ValidationError``/``ValueError``) → ``invalid_output``;
 7. anything else → ``agent_failure``.
 
-The SDKs send requests through ``httpx2`` (a fork of httpx with its own exception classes), so transport
-errors are recognised by class name within the ``httpx``/``httpx2`` modules rather than by one import.
+The OpenAI SDK sends requests through ``httpx2`` (a fork of httpx with its own exception classes), our Anthropic
+client through ``httpx``, so transport errors are recognised by class name within both modules.
 """
 
 from __future__ import annotations
@@ -37,6 +40,12 @@ from pydantic import ValidationError
 from openbrowse.domain.failures import Failure, FailureKind
 from openbrowse.llm.params import TRANSPORT_ERROR_STATUS
 from openbrowse.llm.parsing import UnusableOutputError
+from openbrowse.llm.provider_errors import (
+    ProviderConnectionError,
+    ProviderRateLimitError,
+    ProviderStatusError,
+    ProviderTimeoutError,
+)
 
 _PROVIDER_KINDS = frozenset(
     {
@@ -57,14 +66,13 @@ _UNUSABLE_RESPONSE_PREFIXES = (
     "Expected tool use in response but none found",
 )
 _MAX_MESSAGE = 300
-_SDKS = ("openai", "anthropic")
+_SDKS = ("openai",)
 
 
 def _sdk_errors(name: str) -> tuple[type[BaseException], ...]:
     """The SDK exception classes called ``name``, of the provider SDKs loaded so far.
 
-    Each SDK is imported only when a model of its provider is first built (its import is tens of MiB): one that
-    was never imported raised nothing.
+    The OpenAI SDK is imported only when an OpenAI model is first built: if it never was, it raised nothing.
     """
     return tuple(getattr(sys.modules[sdk], name) for sdk in _SDKS if sdk in sys.modules)
 
@@ -78,7 +86,7 @@ def _httpx_family(exc: BaseException, *names: str) -> bool:
 
 
 def _status_of(exc: BaseException) -> int | None:
-    if isinstance(exc, _sdk_errors("APIStatusError")):
+    if isinstance(exc, (ProviderStatusError, *_sdk_errors("APIStatusError"))):
         code = getattr(exc, "status_code", None)
         return code if isinstance(code, int) else None
     if _httpx_family(exc, "HTTPStatusError"):
@@ -132,11 +140,15 @@ def _classify_model_provider_error(exc: ModelProviderError) -> Failure | None:
 
 def _classify_one(exc: BaseException) -> Failure | None:
     """The failure ``exc`` itself stands for, or ``None`` if it says nothing about the provider."""
-    if isinstance(exc, _sdk_errors("RateLimitError")):
+    if isinstance(exc, (ProviderRateLimitError, *_sdk_errors("RateLimitError"))):
         return _failure(FailureKind.PROVIDER_RATE_LIMIT, 429, exc)
-    if isinstance(exc, _sdk_errors("APITimeoutError")) or _httpx_family(exc, "TimeoutException"):
+    if isinstance(exc, (ProviderTimeoutError, *_sdk_errors("APITimeoutError"))) or _httpx_family(
+        exc, "TimeoutException"
+    ):
         return _failure(FailureKind.PROVIDER_TIMEOUT, None, exc)
-    if isinstance(exc, _sdk_errors("APIConnectionError")) or _httpx_family(exc, "TransportError"):
+    if isinstance(exc, (ProviderConnectionError, *_sdk_errors("APIConnectionError"))) or _httpx_family(
+        exc, "TransportError"
+    ):
         return _failure(FailureKind.PROVIDER_CONNECTION_ERROR, None, exc)
     if isinstance(exc, _sdk_errors("APIResponseValidationError")):
         return _failure(FailureKind.INVALID_OUTPUT, None, exc)

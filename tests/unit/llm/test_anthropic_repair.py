@@ -1,27 +1,38 @@
-"""Shape repairs of Anthropic structured replies (split calls, leaked action, call rendered as text)."""
+"""Shape repairs of Anthropic structured replies (split calls, leaked action, call rendered as text).
+
+Content blocks are plain dicts, as the Messages API sends them."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from anthropic.types import TextBlock, ThinkingBlock, ToolUseBlock
-
 from openbrowse.llm.anthropic_repair import merge_tool_calls, recover_leaked_action, repair_content
 
 CLICK = [{"click": {"index": 12}}]
 
 
-def tool(data: dict[str, Any], name: str = "AgentOutput", block_id: str = "toolu_1") -> ToolUseBlock:
-    return ToolUseBlock(id=block_id, name=name, input=data, type="tool_use")
+Block = dict[str, Any]
 
 
-def text(value: str) -> TextBlock:
-    return TextBlock(text=value, type="text")
+def tool(data: dict[str, Any], name: str = "AgentOutput", block_id: str = "toolu_1") -> Block:
+    return {"id": block_id, "name": name, "input": data, "type": "tool_use"}
+
+
+def text(value: str) -> Block:
+    return {"text": value, "type": "text", "citations": None}
+
+
+def thinking_block(value: str, signature: str = "sig") -> Block:
+    return {"thinking": value, "signature": signature, "type": "thinking"}
+
+
+def is_tool_use(block: Block) -> bool:
+    return block.get("type") == "tool_use"
 
 
 def test_split_tool_calls_are_merged_into_the_first() -> None:
-    thinking = ThinkingBlock(thinking="hm", signature="sig", type="thinking")
+    thinking = thinking_block("hm")
     content = [
         thinking,
         tool({"thinking": "look", "memory": "m", "action": []}),
@@ -30,11 +41,10 @@ def test_split_tool_calls_are_merged_into_the_first() -> None:
         tool({"action": [{"scroll": {"down": True}}], "next_goal": "go"}, block_id="toolu_3"),
     ]
     merged = merge_tool_calls(content)
-    assert [getattr(b, "type", None) for b in merged] == ["thinking", "tool_use", "text"]
+    assert [b["type"] for b in merged] == ["thinking", "tool_use", "text"]
     block = merged[1]
-    assert isinstance(block, ToolUseBlock)
-    assert block.id == "toolu_1"
-    assert block.input == {
+    assert block["id"] == "toolu_1"
+    assert block["input"] == {
         "thinking": "look",
         "memory": "m",
         "action": [*CLICK, {"scroll": {"down": True}}],
@@ -94,10 +104,10 @@ def test_tool_call_rendered_as_text_becomes_a_tool_use_block() -> None:
         f'<parameter name="action">{json.dumps(CLICK)}</parameter></invoke>',
     ):
         repaired = repair_content([text(rendered)], "AgentOutput", expects_action=True)
-        blocks = [b for b in repaired if isinstance(b, ToolUseBlock)]
+        blocks = [b for b in repaired if is_tool_use(b)]
         assert len(blocks) == 1, rendered
-        assert blocks[0].name == "AgentOutput"
-        assert blocks[0].input == payload, rendered
+        assert blocks[0]["name"] == "AgentOutput"
+        assert blocks[0]["input"] == payload, rendered
 
 
 def test_plain_prose_gets_no_tool_block() -> None:
@@ -108,19 +118,19 @@ def test_plain_prose_gets_no_tool_block() -> None:
 def test_models_without_action_are_not_given_one() -> None:
     data = {"verdict": True, "reasoning": '"action": [{"click": {"index": 1}}]'}
     content = [tool(data, name="JudgementResult")]
-    assert repair_content(content, "JudgementResult", expects_action=False)[0].input == data
+    assert repair_content(content, "JudgementResult", expects_action=False)[0]["input"] == data
 
 
 def test_action_written_into_the_thinking_block_is_recovered() -> None:
-    thinking = ThinkingBlock(thinking=f'I should click. "action": {json.dumps(CLICK)}', signature="s", type="thinking")
+    thinking = thinking_block(f'I should click. "action": {json.dumps(CLICK)}', "s")
     content = [thinking, tool({"memory": "m", "next_goal": "click"})]
     repaired = repair_content(content, "AgentOutput", expects_action=True)
     block = repaired[1]
-    assert isinstance(block, ToolUseBlock)
-    assert block.input == {"memory": "m", "next_goal": "click", "action": CLICK}
+    assert is_tool_use(block)
+    assert block["input"] == {"memory": "m", "next_goal": "click", "action": CLICK}
 
 
 def test_a_usable_action_ignores_the_thinking_block() -> None:
-    thinking = ThinkingBlock(thinking=f'"action": {json.dumps(CLICK)}', signature="s", type="thinking")
+    thinking = thinking_block(f'"action": {json.dumps(CLICK)}', "s")
     content = [thinking, tool({"action": [{"scroll": {"down": True}}]})]
     assert repair_content(content, "AgentOutput", expects_action=True) == content

@@ -6,10 +6,9 @@ import logging
 from decimal import Decimal
 
 import pytest
-from anthropic.types import Message
-from browser_use.llm.anthropic.chat import ChatAnthropic
 from browser_use.llm.views import ChatInvokeUsage
 
+from openbrowse.llm.anthropic_wire import reply_usage
 from openbrowse.llm.catalog import MODELS, ModelSpec, resolve_model
 from openbrowse.llm.costs import CallUsage, CostLedger, breakdown, call_usage, cost_of
 from openbrowse.llm.openai_common import chat_usage, responses_usage
@@ -56,26 +55,24 @@ def test_anthropic_pricing_multiplier() -> None:
     assert cost_of(spec, usage(1000, 100, multiplier=1.1)) == Decimal("0.00495")  # (3000 + 1500) · 1.1 / 1e6
 
 
-def test_anthropic_usage_as_browser_use_reports_it_is_not_double_counted() -> None:
-    message = Message.model_validate(
-        {
-            "id": "msg_1",
-            "type": "message",
-            "role": "assistant",
-            "model": "claude-sonnet-5",
-            "content": [{"type": "text", "text": "hi"}],
-            "stop_reason": "end_turn",
-            "stop_sequence": None,
-            "usage": {
-                "input_tokens": 1000,
-                "cache_read_input_tokens": 500,
-                "cache_creation_input_tokens": 200,
-                "cache_creation": {"ephemeral_5m_input_tokens": 150, "ephemeral_1h_input_tokens": 50},
-                "output_tokens": 100,
-            },
-        }
-    )
-    reported = ChatAnthropic(model="claude-sonnet-5")._get_usage(message)
+def test_anthropic_usage_as_our_client_reports_it_is_not_double_counted() -> None:
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-5",
+        "content": [{"type": "text", "text": "hi"}],
+        "stop_reason": "end_turn",
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": 1000,
+            "cache_read_input_tokens": 500,
+            "cache_creation_input_tokens": 200,
+            "cache_creation": {"ephemeral_5m_input_tokens": 150, "ephemeral_1h_input_tokens": 50},
+            "output_tokens": 100,
+        },
+    }
+    reported = reply_usage(message["usage"])
     assert reported is not None
     assert reported.prompt_tokens == 1500  # input + cache reads; writes reported separately
     tokens = breakdown(MODELS["claude-sonnet-5"], reported)

@@ -1,10 +1,11 @@
-"""classify() against real SDK exception instances, wrapped the way they reach the run loop."""
+"""classify() against real exception instances (OpenAI SDK; our Anthropic client's), wrapped the way they reach
+the run loop."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-import anthropic
 import httpx
 import httpx2
 import openai
@@ -13,11 +14,17 @@ from browser_use.llm.exceptions import ModelOutputTruncatedError, ModelProviderE
 from pydantic import BaseModel, ValidationError
 
 from openbrowse.domain.failures import FailureKind
+from openbrowse.llm.anthropic_http import status_error
 from openbrowse.llm.failures import classify, is_provider_failure
 from openbrowse.llm.parsing import UnusableOutputError
+from openbrowse.llm.provider_errors import (
+    ProviderConnectionError,
+    ProviderRateLimitError,
+    ProviderStatusError,
+    ProviderTimeoutError,
+)
 
 OPENAI_URL = "https://api.openai.com/v1/responses"
-ANTHROPIC_URL = "https://api.anthropic.com/v1/messages"
 
 
 def _response(status: int, body: dict[str, Any], url: str) -> httpx2.Response:
@@ -30,11 +37,10 @@ def openai_status(cls: type[openai.APIStatusError], status: int, message: str = 
     return cls(f"Error code: {status} - {body}", response=_response(status, body, OPENAI_URL), body=body["error"])
 
 
-def anthropic_status(
-    cls: type[anthropic.APIStatusError], status: int, kind: str = "api_error", message: str = "boom"
-) -> anthropic.APIStatusError:
+def anthropic_status(status: int, kind: str = "api_error", message: str = "boom") -> ProviderStatusError:
+    """What our Anthropic client raises for an error answer (``ProviderRateLimitError`` for a 429)."""
     body = {"type": "error", "error": {"type": kind, "message": message}}
-    return cls(f"Error code: {status} - {body}", response=_response(status, body, ANTHROPIC_URL), body=body)
+    return status_error(status, json.dumps(body), {"request-id": "req_1"})
 
 
 def raised(outer: BaseException, inner: BaseException) -> BaseException:
@@ -58,9 +64,9 @@ def wrapped(inner: BaseException, *outers: BaseException) -> BaseException:
 
 def as_browser_use(sdk_exc: Exception) -> ModelProviderError:
     """The ModelProviderError browser-use's ChatOpenAI/ChatAnthropic raise for an SDK exception."""
-    if isinstance(sdk_exc, openai.RateLimitError | anthropic.RateLimitError):
+    if isinstance(sdk_exc, openai.RateLimitError | ProviderRateLimitError):
         return ModelRateLimitError(message=sdk_exc.message, model="m")
-    if isinstance(sdk_exc, openai.APIStatusError | anthropic.APIStatusError):
+    if isinstance(sdk_exc, openai.APIStatusError | ProviderStatusError):
         return ModelProviderError(message=sdk_exc.message, status_code=sdk_exc.status_code, model="m")
     return ModelProviderError(message=str(sdk_exc), model="m")  # connection errors: synthetic 502
 
@@ -71,32 +77,31 @@ def through_the_stack(sdk_exc: Exception) -> BaseException:
 
 
 OPENAI_REQUEST = httpx2.Request("POST", OPENAI_URL)
-ANTHROPIC_REQUEST = httpx2.Request("POST", ANTHROPIC_URL)
 
 
 @pytest.mark.parametrize(
     ("sdk_exc", "kind", "status"),
     [
         (openai_status(openai.RateLimitError, 429), FailureKind.PROVIDER_RATE_LIMIT, 429),
-        (anthropic_status(anthropic.RateLimitError, 429, "rate_limit_error"), FailureKind.PROVIDER_RATE_LIMIT, 429),
+        (anthropic_status(429, "rate_limit_error"), FailureKind.PROVIDER_RATE_LIMIT, 429),
         (openai_status(openai.InternalServerError, 500), FailureKind.PROVIDER_SERVER_ERROR, 500),
         (openai_status(openai.InternalServerError, 503), FailureKind.PROVIDER_SERVER_ERROR, 503),
-        (anthropic_status(anthropic.InternalServerError, 500), FailureKind.PROVIDER_SERVER_ERROR, 500),
-        (anthropic_status(anthropic.OverloadedError, 529, "overloaded_error"), FailureKind.PROVIDER_SERVER_ERROR, 529),
+        (anthropic_status(500), FailureKind.PROVIDER_SERVER_ERROR, 500),
+        (anthropic_status(529, "overloaded_error"), FailureKind.PROVIDER_SERVER_ERROR, 529),
         (
-            anthropic_status(anthropic.DeadlineExceededError, 504, "timeout_error", "Request timed out"),
+            anthropic_status(504, "timeout_error", "Request timed out"),
             FailureKind.PROVIDER_TIMEOUT,
             504,
         ),
         (openai_status(openai.BadRequestError, 400), FailureKind.PROVIDER_ERROR, 400),
         (openai_status(openai.AuthenticationError, 401), FailureKind.PROVIDER_ERROR, 401),
-        (anthropic_status(anthropic.PermissionDeniedError, 403, "permission_error"), FailureKind.PROVIDER_ERROR, 403),
+        (anthropic_status(403, "permission_error"), FailureKind.PROVIDER_ERROR, 403),
         (openai_status(openai.NotFoundError, 404), FailureKind.PROVIDER_ERROR, 404),
-        (anthropic_status(anthropic.RequestTooLargeError, 413, "request_too_large"), FailureKind.PROVIDER_ERROR, 413),
+        (anthropic_status(413, "request_too_large"), FailureKind.PROVIDER_ERROR, 413),
         (openai.APITimeoutError(request=OPENAI_REQUEST), FailureKind.PROVIDER_TIMEOUT, None),
-        (anthropic.APITimeoutError(request=ANTHROPIC_REQUEST), FailureKind.PROVIDER_TIMEOUT, None),
+        (ProviderTimeoutError(), FailureKind.PROVIDER_TIMEOUT, None),
         (openai.APIConnectionError(request=OPENAI_REQUEST), FailureKind.PROVIDER_CONNECTION_ERROR, None),
-        (anthropic.APIConnectionError(request=ANTHROPIC_REQUEST), FailureKind.PROVIDER_CONNECTION_ERROR, None),
+        (ProviderConnectionError(), FailureKind.PROVIDER_CONNECTION_ERROR, None),
     ],
     ids=lambda value: type(value).__name__ if isinstance(value, Exception) else str(value),
 )
@@ -117,9 +122,7 @@ def test_sdk_timeout_with_its_httpx2_cause_is_a_timeout_not_a_connection_error()
 
 
 def test_connection_refused_chain_is_a_connection_error() -> None:
-    refused = wrapped(
-        httpx2.ConnectError("[Errno 111] Connection refused"), anthropic.APIConnectionError(request=ANTHROPIC_REQUEST)
-    )
+    refused = wrapped(httpx.ConnectError("[Errno 111] Connection refused"), ProviderConnectionError())
     failure = classify(wrapped(refused, ModelProviderError("Connection error.", model="m")))
     assert (failure.kind, failure.status_code) == (FailureKind.PROVIDER_CONNECTION_ERROR, None)
 
@@ -229,11 +232,11 @@ def test_exception_groups_are_searched() -> None:
 
 
 def test_implicit_context_of_a_bare_wrapper_is_followed() -> None:
-    sdk = anthropic_status(anthropic.OverloadedError, 529, "overloaded_error")
+    sdk = anthropic_status(529, "overloaded_error")
     try:
         try:
             raise sdk
-        except anthropic.APIStatusError:
+        except ProviderStatusError:
             raise RuntimeError("wrapper without from")  # noqa: B904 - the sloppy wrapper under test
     except RuntimeError as exc:
         failure = classify(exc)
