@@ -27,6 +27,7 @@ from openbrowse.agent.netpolicy import NetworkRules
 from openbrowse.agent.prompts import MAX_ACTIONS_PER_STEP, system_prompt
 from openbrowse.agent.review_loop import ReviewLoop
 from openbrowse.agent.run_feed import RunFeed
+from openbrowse.agent.sdk_free import without_anthropic_sdk
 from openbrowse.agent.steps import failed_step_entry, step_entry
 from openbrowse.agent.structured import StructuredOutput
 from openbrowse.agent.temp_dir import temp_dir_inside
@@ -263,7 +264,7 @@ class AgentRunner:
         )
         census.track("tools", tools)
         census.track("browserSessions", self._browser)
-        with temp_dir_inside(self._spec.files_dir):
+        with temp_dir_inside(self._spec.files_dir), without_anthropic_sdk():
             agent: Agent[Any, Any] = Agent(
                 task=text,
                 llm=self._llm,
