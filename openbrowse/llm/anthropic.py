@@ -158,7 +158,11 @@ class AnthropicChatModel(BaseChatModel):
 
     def _checked(self, message: Any, usages: list[ChatInvokeUsage]) -> Reply:
         """Refuse a body that is not a Messages reply; record the usage of one that is."""
-        if not isinstance(message, dict) or not isinstance(message.get("content"), list) or not message.get("usage"):
+        if (
+            not isinstance(message, dict)
+            or not isinstance(message.get("content"), list)
+            or message.get("usage") is None
+        ):
             raise UnusableOutputError(
                 f"The provider's response is not an Anthropic Messages object: {str(message)[:200]}", self.name
             )

@@ -2,7 +2,8 @@
 
 What ``ChatInvokeUsage`` holds depends on who filled it in, so the split into billable buckets does too:
 
-* Anthropic (browser-use's ``ChatAnthropic``): ``prompt_tokens = input_tokens + cache_read_input_tokens``.
+* Anthropic (our client, ``anthropic_wire.reply_usage``, counting as browser-use's ``ChatAnthropic`` did):
+  ``prompt_tokens = input_tokens + cache_read_input_tokens``.
   Anthropic's ``input_tokens`` excludes both cache reads and cache writes, so ``prompt_tokens`` contains the
   cache reads but **not** the cache writes, which arrive separately in ``prompt_cache_creation_tokens`` (split
   into ``…_5m_tokens`` / ``…_1h_tokens`` when the API reports the split). Uncached input is therefore

@@ -3,8 +3,8 @@
 =====================  ==================================================================================
 model                  client
 =====================  ==================================================================================
-``claude-*``           :class:`~openbrowse.llm.anthropic.AnthropicChatModel` (browser-use ``ChatAnthropic``
-                       + extras) on ``ANTHROPIC_BASE_URL``; ``[1m]`` adds the 1M-context beta header
+``claude-*``           :class:`~openbrowse.llm.anthropic.AnthropicChatModel` (the Messages API over httpx,
+                       no SDK) on ``ANTHROPIC_BASE_URL``; ``[1m]`` adds the 1M-context beta header
 ``gpt-*``              :class:`~openbrowse.llm.openai_responses.ResponsesChatModel` on ``OPENAI_BASE_URL``,
                        or :class:`~openbrowse.llm.openai_chat.ChatCompletionsModel` when the API style is
                        ``chat``
@@ -12,12 +12,13 @@ model                  client
                        ``OPENAI_BASE_URL`` is set); no key needed against a custom base URL
 =====================  ==================================================================================
 
-Each provider's SDK (and our adapter) is imported with the first model of that provider: the Anthropic SDK alone
-is about 65 MiB of the server's memory, the OpenAI one about 12, and most deployments use one of them.
+Each provider's adapter is imported with the first model of that provider: the OpenAI one brings the OpenAI SDK
+(about 12 MiB of the server's memory); the Claude one imports no SDK at all (the Anthropic SDK alone was about
+65 MiB).
 
-Keys and base URLs are always passed explicitly (the provider default when unset), so the SDKs never fall back
+Keys and base URLs are always passed explicitly (the provider default when unset), so no client ever falls back
 to reading ``ANTHROPIC_*``/``OPENAI_*`` from the process environment behind ``Settings``' back. Timeouts:
-Anthropic 180 s; OpenAI 90 s, 240 s at high/xhigh/max; 3 SDK retries everywhere.
+Anthropic 180 s; OpenAI 90 s, 240 s at high/xhigh/max; 3 retries everywhere (the SDKs' policy).
 """
 
 from __future__ import annotations
