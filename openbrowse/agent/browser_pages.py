@@ -149,6 +149,22 @@ async def close_tab(browser: BrowserSession, target_id: str) -> None:
         return
 
 
+async def wait_tab_forgotten(browser: BrowserSession, target_id: str, limit: float = 3.0) -> bool:
+    """Wait until browser-use's own tab list (fed by CDP target events) no longer lists a closed tab.
+
+    ``Target.closeTarget`` answers before the target-destroyed event reaches browser-use, so a state captured
+    right after a close could still list the tab; a caller that must not show a closed tab to the model waits here.
+    """
+    deadline = time.monotonic() + limit
+    while True:
+        manager = browser.session_manager
+        if manager is None or all(t.target_id != target_id for t in manager.get_all_page_targets()):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.02)
+
+
 async def wait_rendered(browser: BrowserSession, target_id: str, limit: float = RENDER_TIMEOUT) -> bool:
     """Wait until the document is complete and its visible text stopped growing (or the timeout)."""
     deadline = time.monotonic() + limit

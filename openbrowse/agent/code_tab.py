@@ -19,7 +19,7 @@ import time
 
 from browser_use import BrowserSession
 
-from openbrowse.agent.browser_pages import close_tab, evaluate, focus_tab, open_tab
+from openbrowse.agent.browser_pages import close_tab, evaluate, focus_tab, open_tab, wait_tab_forgotten
 
 logger = logging.getLogger(__name__)
 
@@ -107,3 +107,7 @@ class CodeTab:
             await asyncio.wait_for(close_tab(self._browser, target), CDP_LIMIT)
         except Exception as exc:
             logger.warning("Could not close the code tab: %s", exc)
+            return
+        # the next step's browser state (the lean stub included) must not list the code tab
+        if not await wait_tab_forgotten(self._browser, target):
+            logger.warning("browser-use still lists the closed code tab")
