@@ -211,6 +211,9 @@ class HostedEngine:
     def live_slot(self) -> LiveSlot | None:
         return self._slot if self._inner.live_slot() is not None else None
 
+    async def save_profile(self) -> None:
+        await self._thread.run(self._inner.save_profile)
+
     async def close(self) -> None:
         """Close the engine on its thread, then stop and join the thread (both shielded)."""
         try:

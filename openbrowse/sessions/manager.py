@@ -30,10 +30,11 @@ from openbrowse.sessions.requests import (
     scaled_budget,
     task_text,
 )
+from openbrowse.sessions.run_endings import StopReason
 from openbrowse.sessions.runtime import LiveSlot, WorkerRuntime
 from openbrowse.sessions.states import Trigger, transition
 from openbrowse.sessions.sweeper import EXPIRED_SUMMARY, Sweeper, is_stale_shell
-from openbrowse.sessions.worker import SessionWorker, StopReason
+from openbrowse.sessions.worker import SessionWorker
 from openbrowse.slots.process import run_shielded
 from openbrowse.store.feed import FeedRepo
 from openbrowse.store.profiles import ProfileRepo

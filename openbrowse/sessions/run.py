@@ -276,12 +276,16 @@ class AgentEngine:
     async def salvage(self) -> Salvage:
         return await self._runner.salvage() if self._runner is not None else NOTHING_KEPT
 
+    async def save_profile(self) -> None:
+        if self._profile is not None:
+            await self._profile.finish()  # shielded; a second call waits for the first, then does nothing
+
     async def close(self) -> None:
         self._activity.finish()
         await self._cancel_goal()
         profile, self._profile = self._profile, None
         if profile is not None:
-            await profile.finish()  # while CDP is still live
+            await profile.finish()  # while CDP is still live (done already unless the run was cut short)
         browser, self._browser = self._browser, None
         if browser is not None:
             with contextlib.suppress(Exception):

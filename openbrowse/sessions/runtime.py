@@ -127,6 +127,12 @@ class Engine(Protocol):
         """The slot whose display shows this run's browser, while it is up."""
         ...
 
+    async def save_profile(self) -> None:
+        """Merge the run's profile back for good while the browser is still up (spec §9.3); a no-op without a
+        profile, and idempotent. ``close`` does it too if nobody did; the worker calls it first so the session's
+        status never says the run ended before its profile is saved."""
+        ...
+
     async def close(self) -> None: ...
 
 

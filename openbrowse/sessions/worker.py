@@ -3,50 +3,36 @@
 A worker waits FIFO for a display slot, launches the browser, drives turns through its engine, parks between
 keep-alive turns, and tears everything down. It is an owned asyncio task of the SessionManager. Stops and
 deletes cancel the task; the worker then records the outcome named by its ``stop_reason`` (shielded).
+
+Whenever the browser closes, the run's profile is merged back before the session's status says the run ended and
+before the slot is released (spec §9.3): a turn that does not park saves it, then records its outcome; a release
+of a parked browser likewise; a stop or a crash closes the engine (which saves it) before recording.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
-from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from openbrowse.domain.failures import Failure, FailureKind
 from openbrowse.domain.feed import FeedEntry, MessageType
 from openbrowse.domain.ids import SessionId
-from openbrowse.domain.runs import NOTHING_KEPT, TurnEnding, TurnOutcome
-from openbrowse.errors import OpenBrowseError, SessionNotFound
+from openbrowse.domain.runs import NOTHING_KEPT, Salvage, TurnEnding, TurnOutcome
+from openbrowse.errors import SessionNotFound
 from openbrowse.logs import session_id_var
 from openbrowse.sessions.pressure import host_pressure
-from openbrowse.sessions.states import Trigger, can
+from openbrowse.sessions.run_endings import EndingRecorder, Phase, Release, StopReason
+from openbrowse.sessions.states import Trigger
+from openbrowse.sessions.turns import bounded_turn
 
 if TYPE_CHECKING:
-    from openbrowse.domain.sessions import SessionRecord
     from openbrowse.sessions.runtime import Engine, LiveSlot, SlotLease, WorkerRuntime
 
+__all__ = ["Phase", "Release", "SessionWorker", "StopReason"]
+
 logger = logging.getLogger(__name__)
-
-Phase = Literal["waiting", "queued", "starting", "running", "parked", "closing", "done"]
-
-
-class StopReason(StrEnum):
-    STOP_TASK = "stop_task"
-    STOP_SESSION = "stop_session"
-    DELETE = "delete"
-    SHUTDOWN = "shutdown"
-
-
-@dataclass(frozen=True, slots=True)
-class Release:
-    """Why a parked browser is being closed; ``final_status`` says whether the session moves to ``stopped``."""
-
-    note: str
-    final_status: bool = True
 
 
 class SessionWorker:
@@ -55,6 +41,7 @@ class SessionWorker:
     ) -> None:
         self.session_id = session_id
         self._runtime = runtime
+        self._endings = EndingRecorder(session_id, runtime)
         self._predecessor = predecessor
         self.phase: Phase = "waiting"
         self.task: asyncio.Task[None] | None = None
@@ -128,7 +115,7 @@ class SessionWorker:
             phase = self.phase
             self.phase = "closing"
             self._end_wake(Release("Stopped"))
-            await asyncio.shield(self._record_stop(phase))
+            await asyncio.shield(self._endings.stopped(self._stop_reason, phase, self._salvage))
             if self._predecessor is not None:  # never leave the previous run's teardown unowned
                 await asyncio.shield(asyncio.wait({self._predecessor}))
             raise
@@ -136,7 +123,7 @@ class SessionWorker:
             logger.info("Session %s was deleted while its run was ending", self.session_id)
         except Exception as exc:
             logger.exception("Run of session %s failed", self.session_id)
-            await asyncio.shield(self._record_crash(exc))
+            await asyncio.shield(self._endings.crashed(exc))
         finally:
             self._end_wake(Release("The run ended"))
             self.phase = "done"
@@ -147,10 +134,10 @@ class SessionWorker:
         task = record.pending_task
         problem = runtime.never_started_problem(record)
         if task is None or problem is not None:
-            await self._never_started(problem or "The session has no task to run")
+            await self._endings.never_started(problem or "The session has no task to run")
             return
         self.phase = "queued"
-        async with runtime.pool.acquire(self.session_id, on_wait=self._on_queued) as lease:
+        async with runtime.pool.acquire(self.session_id, on_wait=self._endings.queued) as lease:
             self.phase = "starting"
             self._lease = lease
             early_browser = self._start_browser_early(lease)
@@ -165,8 +152,8 @@ class SessionWorker:
                 await self._launch(engine, lease, task)
                 while True:
                     self.phase = "running"
-                    outcome = await self._turn(engine, task)
-                    if not await self._finish_turn(outcome):
+                    outcome = await bounded_turn(runtime, self.session_id, engine, task)
+                    if not await self._finish_turn(engine, outcome):
                         break
                     next_task = await self._park(lease)
                     if next_task is None:
@@ -205,83 +192,26 @@ class SessionWorker:
                 self.session_id, FeedEntry.system("pressure", pressure.summary, level=pressure.level)
             )
 
-    async def _turn(self, engine: Engine, task: str) -> TurnOutcome:
-        """One dispatch, bounded by TASK_TIMEOUT and cut short if a child process of the slot dies."""
-        limit = self._runtime.settings.TASK_TIMEOUT or None
-        turn = asyncio.create_task(engine.run_turn(task), name=f"turn-{self.session_id}")
-        died = asyncio.ensure_future(engine.wait_died())
-        try:
-            done, _ = await asyncio.wait({turn, died}, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for child in (turn, died):
-                if not child.done():
-                    child.cancel()
-            await asyncio.shield(asyncio.wait({turn, died}))
-        if turn in done and not turn.cancelled():
-            return turn.result()
-        if died in done and not died.cancelled():
-            return await self._slot_died_outcome(died.result())
-        salvage = await engine.salvage()
-        limit_text = f"{self._runtime.settings.TASK_TIMEOUT} s"
-        await self._runtime.feed.append(
-            self.session_id,
-            FeedEntry(
-                MessageType.COMPLETION,
-                f"Timed out after {limit_text}. {salvage.kept}",
-                {"output": _clip_output(salvage.output)},
-            ),
-        )
-        return TurnOutcome(
-            ending=TurnEnding.TIMEOUT,
-            summary=f"Timed out after {limit_text}. {salvage.kept}",
-            output=salvage.output,
-            is_task_successful=salvage.is_task_successful,
-            failure=Failure(FailureKind.SESSION_TIMEOUT),
-        )
+    async def _finish_turn(self, engine: Engine, outcome: TurnOutcome) -> bool:
+        """Record the turn's end; True if the worker should park for a follow-up (its engine saved the profile).
 
-    async def _slot_died_outcome(self, exc: BaseException) -> TurnOutcome:
-        message = str(exc) if isinstance(exc, OpenBrowseError) else f"The browser stack failed: {exc}"
-        await self._runtime.feed.append(
-            self.session_id,
-            FeedEntry(MessageType.BROWSER_ACTION_ERROR, f"Fatal error: {message}"[:220], {"errorFull": message}),
-        )
-        return TurnOutcome(
-            ending=TurnEnding.ERROR,
-            summary=f"Fatal error: {message}",
-            is_task_successful=False,
-            failure=Failure(FailureKind.AGENT_FAILURE, message=message),
-            release_browser=True,
-        )
-
-    async def _finish_turn(self, outcome: TurnOutcome) -> bool:
-        """Record the turn's end; True if the worker should park for a follow-up."""
+        A turn that does not park closes the browser: its profile is merged back before the outcome is recorded.
+        From then on the run is closing, so a stop waits for this outcome rather than replacing it.
+        """
         record = await self._runtime.sessions.get(self.session_id)
         park = record.keep_alive and outcome.ending is TurnEnding.FINISHED and not outcome.release_browser
-        trigger = {
-            TurnEnding.FINISHED: Trigger.PARK if park else Trigger.FINISH,
-            TurnEnding.BUDGET: Trigger.BUDGET_STOP,
-            TurnEnding.TIMEOUT: Trigger.TIMEOUT,
-            TurnEnding.ERROR: Trigger.FAIL,
-        }[outcome.ending]
-        failure = outcome.failure
-        gone: dict[str, object] = {} if park else {"live_url": None, "browser_live": False}
-        await self._runtime.manager.apply(
-            self.session_id,
-            trigger,
-            **gone,
-            output=outcome.output,
-            is_task_successful=outcome.is_task_successful,
-            last_step_summary=outcome.summary,
-            failure_kind=failure.kind if failure else None,
-            failure_status_code=failure.status_code if failure else None,
-        )
+        if not park:
+            self.phase = "closing"
+            await engine.save_profile()
+        await self._endings.turn_ended(outcome, parked=park)
         return park
 
     async def _park(self, lease: SlotLease) -> str | None:
-        """Wait parked for a follow-up; None when the browser must close instead."""
-        assert self._engine is not None
+        """Wait parked for a follow-up; None when the browser must close instead (its profile saved first)."""
+        engine = self._engine
+        assert engine is not None
         self._wake = wake = asyncio.get_running_loop().create_future()
-        await self._wait_parked(wake, lease, self._engine)
+        await self._wait_parked(wake, lease, engine)
         self._wake = None
         woke = wake.result()
         if isinstance(woke, str):
@@ -289,7 +219,8 @@ class SessionWorker:
                 pass  # the follow-up that handed this task over has recorded it
             return woke
         self.phase = "closing"
-        await self._record_release(woke)
+        await engine.save_profile()
+        await self._endings.released(woke)
         return None
 
     async def _wait_parked(self, wake: asyncio.Future[str | Release], lease: SlotLease, engine: Engine) -> None:
@@ -322,16 +253,6 @@ class SessionWorker:
             "Keep-alive browser released: display slot handed to a newly started session", final_status=True
         )
 
-    async def _record_release(self, release: Release) -> None:
-        await self._runtime.feed.append(self.session_id, FeedEntry.system("keepAlive", release.note))
-        if not release.final_status:
-            return
-        manager = self._runtime.manager
-        async with manager.lock(self.session_id):
-            record = await self._runtime.sessions.get(self.session_id)
-            if not record.is_queued and record.status.value == "idle":
-                await manager.apply_locked(self.session_id, Trigger.RELEASE, live_url=None, browser_live=False)
-
     async def _close(self, engine: Engine) -> None:
         try:
             await engine.close()
@@ -340,115 +261,8 @@ class SessionWorker:
         with contextlib.suppress(SessionNotFound):
             await self._runtime.sessions.update(self.session_id, live_url=None, browser_live=False)
 
-    # -- recording ends that are not turn outcomes -------------------------------------------------------------
-    async def _on_queued(self, ahead: int) -> None:
-        await self._runtime.feed.append(
-            self.session_id, FeedEntry.system("queued", f"Waiting for a free display slot ({ahead} ahead)", ahead=ahead)
-        )
-
-    async def _never_started(self, problem: str) -> None:
-        await self._runtime.feed.append(
-            self.session_id,
-            FeedEntry(MessageType.BROWSER_ACTION_ERROR, f"Error: {problem}"[:200], {"errorFull": problem}),
-        )
-        await self._runtime.manager.apply(
-            self.session_id,
-            Trigger.FAIL,
-            pending_task=None,
-            is_task_successful=False,
-            last_step_summary=problem,
-            failure_kind=FailureKind.AGENT_FAILURE,
-            failure_status_code=None,
-        )
-
-    async def _record_crash(self, exc: Exception) -> None:
-        message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
-        with contextlib.suppress(SessionNotFound):
-            await self._runtime.feed.append(
-                self.session_id,
-                FeedEntry(MessageType.BROWSER_ACTION_ERROR, f"Fatal error: {message}"[:214], {"errorFull": message}),
-            )
-            record = await self._runtime.sessions.get(self.session_id)
-            if record.status.value in {"created", "running"}:
-                await self._runtime.manager.apply(
-                    self.session_id,
-                    Trigger.FAIL,
-                    pending_task=None,
-                    is_task_successful=False,
-                    last_step_summary=f"Fatal error: {message}",
-                    failure_kind=FailureKind.AGENT_FAILURE,
-                    failure_status_code=None,
-                )
-
-    async def _record_stop(self, phase: Phase) -> None:
-        reason = self._stop_reason
-        if reason is None or reason is StopReason.DELETE:
-            return
-        try:
-            if reason is StopReason.SHUTDOWN:
-                await self._record_shutdown(phase)
-            else:
-                await self._record_user_stop(reason)
-        except SessionNotFound:
-            pass
-        except Exception:
-            logger.exception("Recording the stop of session %s failed", self.session_id)
-
-    async def _record_user_stop(self, reason: StopReason) -> None:
-        trigger = Trigger.STOP_TASK if reason is StopReason.STOP_TASK else Trigger.STOP_SESSION
-        record = await self._runtime.sessions.get(self.session_id)
-        if _turn_was_interrupted(record):
-            await self._record_interrupted_turn(trigger, "Stopped by request.")
-            return
-        # parked (or between a recorded turn end and parking): no turn was cut short, its answer stands
-        if record.keep_alive and record.status.value == "idle":
-            await self._runtime.feed.append(
-                self.session_id, FeedEntry.system("keepAlive", "Keep-alive browser released: stopped by request")
-            )
-        await self._record_resting(trigger)
-
-    async def _record_shutdown(self, phase: Phase) -> None:
-        if phase in {"waiting", "queued"}:
-            return  # never started: re-queued at the next start-up
-        if _turn_was_interrupted(await self._runtime.sessions.get(self.session_id)):
-            await self._record_interrupted_turn(Trigger.STOP_SESSION, "Stopped: the server shut down.")
-            return
-        await self._record_resting(Trigger.GO_COLD)  # a parked session stays idle, cold (spec §6 transition 21)
-
-    async def _record_resting(self, trigger: Trigger) -> None:
-        """The browser is gone; move a resting session along ``trigger`` where the table allows it."""
-        manager = self._runtime.manager
-        async with manager.lock(self.session_id):
-            record = await self._runtime.sessions.get(self.session_id)
-            if can(record.status, trigger):
-                await manager.apply_locked(self.session_id, trigger, live_url=None, browser_live=False)
-            else:  # e.g. stop "session" of a session whose turn already ended stopped: idempotent
-                await self._runtime.sessions.update(self.session_id, live_url=None, browser_live=False)
-
-    async def _record_interrupted_turn(self, trigger: Trigger, headline: str) -> None:
-        """A turn cut short by a stop: keep what can be salvaged (spec §13.8) and say so in the feed."""
-        salvage = await self._engine.salvage() if self._engine is not None else NOTHING_KEPT
-        summary = f"{headline} {salvage.kept}"
-        await self._runtime.feed.append(
-            self.session_id, FeedEntry(MessageType.COMPLETION, summary, {"output": _clip_output(salvage.output)})
-        )
-        await self._runtime.manager.apply(
-            self.session_id,
-            trigger,
-            pending_task=None,
-            output=salvage.output,
-            is_task_successful=salvage.is_task_successful,
-            last_step_summary=summary,
-            failure_kind=None,
-            failure_status_code=None,
-            live_url=None,
-            browser_live=False,
-        )
-
-
-def _turn_was_interrupted(record: SessionRecord) -> bool:
-    """Whether the row still says a run is going on (a started, queued or handed-over turn)."""
-    return record.status.value in {"created", "running"}
+    async def _salvage(self) -> Salvage:
+        return await self._engine.salvage() if self._engine is not None else NOTHING_KEPT
 
 
 async def _discard(task: asyncio.Task[object] | None) -> None:
@@ -457,10 +271,3 @@ async def _discard(task: asyncio.Task[object] | None) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError, Exception):
         await task
-
-
-def _clip_output(output: object) -> str:
-    if output is None:
-        return ""
-    text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
-    return text[:4000]

@@ -37,7 +37,7 @@ def get(server: ServerProcess, session_id: str) -> dict[str, Any]:
 
 
 def wait_until_status(
-    server: ServerProcess, session_id: str, statuses: set[str], timeout: float = 120.0
+    server: ServerProcess, session_id: str, statuses: set[str], timeout: float = 120.0, interval: float = 0.2
 ) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     session = get(server, session_id)
@@ -45,7 +45,7 @@ def wait_until_status(
         session = get(server, session_id)
         if session["status"] in statuses:
             return session
-        time.sleep(0.2)
+        time.sleep(interval)
     raise TimeoutError(f"{session_id} is {session['status']}, wanted {statuses}\n{server.log()[-3000:]}")
 
 

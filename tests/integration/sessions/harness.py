@@ -115,14 +115,21 @@ class FakePool:
 
 @dataclass
 class Script:
-    """What the engines of one session answer: one output per turn (the last one repeats)."""
+    """What the engines of one session answer: one output per turn (the last one repeats), ending as ``ending``;
+    a ``blocking`` turn never ends by itself (a stop, a timeout or a death ends it)."""
 
     outputs: list[str] = field(default_factory=lambda: ["42.00 EUR"])
     turn_yields: int = 6
+    ending: TurnEnding = TurnEnding.FINISHED
+    blocking: bool = False
 
 
 class FakeEngine:
-    """Implements the worker's Engine: yields between stages, answers from its script, can be made to die."""
+    """Implements the worker's Engine: yields between stages, answers from its script, can be made to die.
+
+    It has a profile, saved once (by ``save_profile`` or else by ``close``, as the real engine does); while
+    ``Engines.save_gate`` is closed a save waits there, with ``saving`` set.
+    """
 
     def __init__(self, record: SessionRecord, script: Script, registry: Engines) -> None:
         self.record = record
@@ -131,6 +138,8 @@ class FakeEngine:
         self._died = asyncio.Event()
         self.closed = False
         self.launched = False
+        self.saving = asyncio.Event()
+        self.profile_saved = False
         registry.live.add(self)
         self._registry = registry
 
@@ -147,10 +156,12 @@ class FakeEngine:
 
     async def run_turn(self, task: str) -> TurnOutcome:
         await _yield(self._script.turn_yields)
+        if self._script.blocking:
+            await asyncio.Event().wait()
         outputs = self._script.outputs
         output = outputs[min(self._turns, len(outputs) - 1)]
         self._turns += 1
-        return TurnOutcome(TurnEnding.FINISHED, f"Done: {output}", output=output, is_task_successful=True)
+        return TurnOutcome(self._script.ending, f"Done: {output}", output=output, is_task_successful=True)
 
     async def salvage(self) -> Salvage:
         await _yield(1)
@@ -159,7 +170,18 @@ class FakeEngine:
     def live_slot(self) -> None:
         return None
 
+    async def save_profile(self) -> None:
+        if self.profile_saved:
+            return
+        self.saving.set()
+        gate = self._registry.save_gate
+        if gate is not None:
+            await gate.wait()
+        await _yield()
+        self.profile_saved = True
+
     async def close(self) -> None:
+        await asyncio.shield(self.save_profile())
         await _yield()
         self.closed = True
         self._registry.live.discard(self)
@@ -172,6 +194,7 @@ class Engines:
         self.live: set[FakeEngine] = set()
         self.scripts: dict[str, Script] = {}
         self.by_session: dict[str, FakeEngine] = {}
+        self.save_gate: asyncio.Event | None = None
 
     async def make(self, record: SessionRecord) -> FakeEngine:
         await _yield(1)

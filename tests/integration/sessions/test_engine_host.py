@@ -92,6 +92,9 @@ class ProbeEngine:
     def live_slot(self) -> SlotEndpoints | None:
         return self.slot
 
+    async def save_profile(self) -> None:
+        self.threads["save_profile"] = threading.get_ident()
+
     async def close(self) -> None:
         self.threads["close"] = threading.get_ident()
 
@@ -153,9 +156,10 @@ async def test_the_engine_works_on_its_own_thread_and_its_writes_land_on_the_api
         activity = parts.board.activity(parts.record.id)
         assert activity is not None and activity.label == "Working"
         assert engine_threads() == 1
+        await engine.save_profile()
     finally:
         await engine.close()
-    assert probe.threads["close"] == probe.threads["turn"]
+    assert probe.threads["save_profile"] == probe.threads["close"] == probe.threads["turn"]
     assert engine.thread_id is None
     assert engine_threads() == 0
 
