@@ -6,22 +6,34 @@ import json
 
 SCROLL_ROUNDS = 8
 SCROLL_PAUSE_MS = 600
+SCROLL_CHECK_MS = 50
 
-# Scroll the document (and its largest scrollable box) until the anchor count stops growing.
+# Scroll the document (and its scrollable boxes) to the end until the anchor count stops growing: a round waits
+# up to 0.6 s for more anchors and ends as soon as they come; no round waits when nothing could scroll.
 SCROLL_UNTIL_STABLE = f"""
 (async () => {{
   const count = () => document.querySelectorAll('a[href]').length;
   const scrollers = () => [document.scrollingElement || document.documentElement,
     ...Array.from(document.querySelectorAll('*')).filter(e => e.scrollHeight > e.clientHeight + 40 &&
       ['auto', 'scroll'].includes(getComputedStyle(e).overflowY))];
+  const grew = before => new Promise(resolve => {{
+    const started = Date.now();
+    const check = () => {{
+      if (count() > before) resolve(true);
+      else if (Date.now() - started >= {SCROLL_PAUSE_MS}) resolve(false);
+      else setTimeout(check, {SCROLL_CHECK_MS});
+    }};
+    setTimeout(check, {SCROLL_CHECK_MS});
+  }});
   let before = count(), rounds = 0;
   for (; rounds < {SCROLL_ROUNDS}; rounds++) {{
-    for (const box of scrollers()) box.scrollTop = box.scrollHeight;
+    const boxes = scrollers();
+    const at = boxes.map(box => box.scrollTop).join(',') + ':' + window.scrollY;
+    for (const box of boxes) box.scrollTop = box.scrollHeight;
     window.scrollTo(0, document.body ? document.body.scrollHeight : 0);
-    await new Promise(r => setTimeout(r, {SCROLL_PAUSE_MS}));
-    const now = count();
-    if (now <= before) break;
-    before = now;
+    if (boxes.map(box => box.scrollTop).join(',') + ':' + window.scrollY === at) break;  // nothing to scroll
+    if (!(await grew(before))) break;
+    before = count();
   }}
   window.scrollTo(0, 0);
   return {{anchors: count(), rounds}};
