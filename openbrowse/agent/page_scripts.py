@@ -123,8 +123,8 @@ def read_when_ready(timeout_ms: int, min_chars: int, *, wait_shown: bool = False
     taken before the frame, so a page that loaded in its background tab costs one frame. A tab that renders no
     frame for a second (no compositor) falls back to samples 100 ms apart.
 
-    ``wait_shown``: the script is sent before its tab is focused and first waits, idle, until the tab is shown;
-    the second above starts then, so a tab still in the background is never read by the fallback.
+    ``wait_shown``: the script is sent before its tab is focused and waits, idle, until the tab is shown (again,
+    if it is hidden before the read is done); the second above starts then, and a hidden tab is never read.
     """
     return f"""
 (async () => {{
@@ -140,11 +140,7 @@ def read_when_ready(timeout_ms: int, min_chars: int, *, wait_shown: bool = False
     document.addEventListener('visibilitychange', check);
     check();
   }});
-  if ({json.dumps(wait_shown)}) {{
-    await Promise.race([shown(), pause(deadline - Date.now())]);
-    if (document.visibilityState !== 'visible') return null;
-  }}
-  const started = Date.now();
+  const hidden = () => {json.dumps(wait_shown)} && document.visibilityState !== 'visible';
   const chars = () => document.body ? document.body.innerText.length : 0;
   const rendered = () => new Promise(r => requestAnimationFrame(() => {{
     const channel = new MessageChannel();
@@ -156,17 +152,23 @@ def read_when_ready(timeout_ms: int, min_chars: int, *, wait_shown: bool = False
     if (!nav) return Infinity;
     return nav.loadEventEnd ? performance.now() - nav.loadEventEnd : -1;
   }};
-  let last = document.readyState === 'complete' ? chars() : -1, frames = 0;
+  let started = Date.now(), last = document.readyState === 'complete' ? chars() : -1, frames = 0;
   while (Date.now() < deadline) {{
     if (window.{STALE_MARK}) return null;
+    if (hidden()) {{  // sent early, or hidden again before the read was done: wait until shown
+      await Promise.race([shown(), pause(deadline - Date.now())]);
+      if (hidden()) return null;
+      started = Date.now(); frames = 0;
+      last = document.readyState === 'complete' ? chars() : -1;
+    }}
     if (await Promise.race([rendered(), pause({SETTLED_MS})])) frames++;
     if (document.readyState !== 'complete') {{ last = -1; continue; }}
     const now = chars();
     const painted = frames >= 1 || Date.now() - started > {TIMER_FALLBACK_MS};
-    if (now >= {min_chars} && now === last && painted && settledMs() >= {SETTLED_MS}) break;
+    if (now >= {min_chars} && now === last && painted && settledMs() >= {SETTLED_MS} && !hidden()) break;
     last = now;
   }}
-  if (window.{STALE_MARK}) return null;
+  if (window.{STALE_MARK} || hidden()) return null;
   return {READ_PAGE.strip()};
 }})()
 """
