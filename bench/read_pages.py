@@ -112,12 +112,12 @@ def summarise(runs: list[dict[str, Any]], pages: int, latency: float) -> None:
         f"{min(r['single']['read'] for r in runs)} of {pages} (worst run) |",
         f"| speed-up of the reading phase (goal ≥ 5x) | {spread([r['ratio'] for r in runs])}x |",
         f"| 1-min load average at the runs' starts | {spread([r['load'] for r in runs])} |",
-        "",
-        "Per run (load average: reading phase read_pages / one by one, speed-up): "
-        + "; ".join(
-            f"{r['load']:.1f}: {r['batched']['phase']:.1f} / {r['single']['phase']:.1f} s, {r['ratio']:.1f}x"
+        "| per run: load average → speed-up (read_pages / one by one, s) | "
+        + ", ".join(
+            f"{r['load']:.1f} → {r['ratio']:.1f}x ({r['batched']['phase']:.1f} / {r['single']['phase']:.1f})"
             for r in runs
-        ),
+        )
+        + " |",
     ]
     sys.stdout.write("\n".join(lines) + "\n")
 
