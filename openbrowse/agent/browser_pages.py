@@ -15,12 +15,15 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from browser_use import BrowserSession
+from browser_use.browser.session import CDPSession
 
 from openbrowse.agent.page_scripts import RENDER_PROBE, STALE_MARK
 
 RENDER_TIMEOUT = 25.0
 RENDER_POLL = 0.15
 MIN_RENDER_CHARS = 40
+ATTACH_TIMEOUT = 2.0
+ATTACH_POLL = 0.01
 
 
 class PageScriptError(Exception):
@@ -69,14 +72,26 @@ async def _evaluate_in(session_id: str, cdp: Any, expression: str, context_id: i
     return reply.get("result", {}).get("value")
 
 
+async def session_of(browser: BrowserSession, target_id: str | None) -> CDPSession:
+    """browser-use's session of a target; a tab just opened is awaited here in short polls (its pool polls every
+    100 ms, a wait a wave of new tabs would pay per tab)."""
+    if target_id is not None and browser.session_manager is not None:
+        deadline = time.monotonic() + ATTACH_TIMEOUT
+        while True:
+            if browser.session_manager.get_all_sessions_for_target(target_id) or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(ATTACH_POLL)
+    return await browser.get_or_create_cdp_session(target_id, focus=False)
+
+
 async def evaluate(browser: BrowserSession, expression: str, target_id: str | None = None) -> Any:
     """Evaluate in a tab's main document (the agent's focused tab by default)."""
-    session = await browser.get_or_create_cdp_session(target_id, focus=False)
+    session = await session_of(browser, target_id)
     return await _evaluate_in(session.session_id, session.cdp_client, expression)
 
 
 async def evaluate_in_frame(browser: BrowserSession, frame: FrameRef, expression: str) -> Any:
-    session = await browser.get_or_create_cdp_session(frame.target_id, focus=False)
+    session = await session_of(browser, frame.target_id)
     if frame.out_of_process:
         return await _evaluate_in(session.session_id, session.cdp_client, expression)
     try:
@@ -131,7 +146,7 @@ async def open_tab(browser: BrowserSession, url: str) -> str:
 async def navigate_tab(browser: BrowserSession, target_id: str, url: str) -> None:
     """Load ``url`` in an open tab (its renderer reused), marking the document it replaces as stale first so a
     read never mistakes the old page for the new one."""
-    session = await browser.get_or_create_cdp_session(target_id, focus=False)
+    session = await session_of(browser, target_id)
     await _evaluate_in(session.session_id, session.cdp_client, f"window.{STALE_MARK} = true")
     reply = await session.cdp_client.send.Page.navigate(params={"url": url}, session_id=session.session_id)
     if reply.get("errorText"):

@@ -6,22 +6,34 @@ import json
 
 SCROLL_ROUNDS = 8
 SCROLL_PAUSE_MS = 600
+SCROLL_CHECK_MS = 50
 
-# Scroll the document (and its largest scrollable box) until the anchor count stops growing.
+# Scroll the document (and its scrollable boxes) to the end until the anchor count stops growing: a round waits
+# up to 0.6 s for more anchors and ends as soon as they come; no round waits when nothing could scroll.
 SCROLL_UNTIL_STABLE = f"""
 (async () => {{
   const count = () => document.querySelectorAll('a[href]').length;
   const scrollers = () => [document.scrollingElement || document.documentElement,
     ...Array.from(document.querySelectorAll('*')).filter(e => e.scrollHeight > e.clientHeight + 40 &&
       ['auto', 'scroll'].includes(getComputedStyle(e).overflowY))];
+  const grew = before => new Promise(resolve => {{
+    const started = Date.now();
+    const check = () => {{
+      if (count() > before) resolve(true);
+      else if (Date.now() - started >= {SCROLL_PAUSE_MS}) resolve(false);
+      else setTimeout(check, {SCROLL_CHECK_MS});
+    }};
+    setTimeout(check, {SCROLL_CHECK_MS});
+  }});
   let before = count(), rounds = 0;
   for (; rounds < {SCROLL_ROUNDS}; rounds++) {{
-    for (const box of scrollers()) box.scrollTop = box.scrollHeight;
+    const boxes = scrollers();
+    const at = boxes.map(box => box.scrollTop).join(',') + ':' + window.scrollY;
+    for (const box of boxes) box.scrollTop = box.scrollHeight;
     window.scrollTo(0, document.body ? document.body.scrollHeight : 0);
-    await new Promise(r => setTimeout(r, {SCROLL_PAUSE_MS}));
-    const now = count();
-    if (now <= before) break;
-    before = now;
+    if (boxes.map(box => box.scrollTop).join(',') + ':' + window.scrollY === at) break;  // nothing to scroll
+    if (!(await grew(before))) break;
+    before = count();
   }}
   window.scrollTo(0, 0);
   return {{anchors: count(), rounds}};
@@ -102,36 +114,61 @@ SETTLED_MS = 100
 TIMER_FALLBACK_MS = 1000
 
 
-def read_when_ready(timeout_ms: int, min_chars: int) -> str:
+def read_when_ready(timeout_ms: int, min_chars: int, *, wait_shown: bool = False) -> str:
     """Wait in the page until it is loaded, rendered in the foreground and its text stopped growing, then read it.
 
-    The text is sampled once per animation frame, which only fires while the tab is really painted in the
-    foreground, and must be unchanged across two frames, at least 100 ms after the load event ended: a page
-    loaded in its background tab while its siblings were read costs two frames instead of a fixed 100 ms wait.
-    A tab that paints no frame for a second (no compositor) falls back to samples 100 ms apart.
+    A frame counts as rendered once a task queued from its animation-frame callback runs: the callback only fires
+    while the tab is really shown in the foreground, and the task runs after that frame's rendering update. The
+    text must be unchanged across such a frame, at least 100 ms after the load event ended; the first sample is
+    taken before the frame, so a page that loaded in its background tab costs one frame. A tab that renders no
+    frame for a second (no compositor) falls back to samples 100 ms apart.
+
+    ``wait_shown``: the script is sent before its tab is focused and waits, idle, until the tab is shown (again,
+    if it is hidden before the read is done); the second above starts then, and a hidden tab is never read.
     """
     return f"""
 (async () => {{
-  const started = Date.now(), deadline = started + {timeout_ms};
-  const chars = () => document.body ? document.body.innerText.length : 0;
-  const frame = () => new Promise(r => requestAnimationFrame(() => r(true)));
+  if (window.{STALE_MARK}) return null;  // a reused tab still shows the page it is navigating away from
+  const deadline = Date.now() + {timeout_ms};
   const pause = ms => new Promise(r => setTimeout(() => r(false), ms));
+  const shown = () => new Promise(r => {{
+    const check = () => {{
+      if (document.visibilityState !== 'visible') return;
+      document.removeEventListener('visibilitychange', check);
+      r(true);
+    }};
+    document.addEventListener('visibilitychange', check);
+    check();
+  }});
+  const hidden = () => {json.dumps(wait_shown)} && document.visibilityState !== 'visible';
+  const chars = () => document.body ? document.body.innerText.length : 0;
+  const rendered = () => new Promise(r => requestAnimationFrame(() => {{
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => r(true);
+    channel.port2.postMessage(null);
+  }}));
   const settledMs = () => {{
     const nav = performance.getEntriesByType('navigation')[0];
     if (!nav) return Infinity;
     return nav.loadEventEnd ? performance.now() - nav.loadEventEnd : -1;
   }};
-  let last = -1, frames = 0;
+  let started = Date.now(), last = document.readyState === 'complete' ? chars() : -1, frames = 0;
   while (Date.now() < deadline) {{
-    if (window.{STALE_MARK}) return null;  // a reused tab still shows the page it is navigating away from
-    if (await Promise.race([frame(), pause({SETTLED_MS})])) frames++;
+    if (window.{STALE_MARK}) return null;
+    if (hidden()) {{  // sent early, or hidden again before the read was done: wait until shown
+      await Promise.race([shown(), pause(deadline - Date.now())]);
+      if (hidden()) return null;
+      started = Date.now(); frames = 0;
+      last = document.readyState === 'complete' ? chars() : -1;
+    }}
+    if (await Promise.race([rendered(), pause({SETTLED_MS})])) frames++;
     if (document.readyState !== 'complete') {{ last = -1; continue; }}
     const now = chars();
-    const painted = frames >= 2 || Date.now() - started > {TIMER_FALLBACK_MS};
-    if (now >= {min_chars} && now === last && painted && settledMs() >= {SETTLED_MS}) break;
+    const painted = frames >= 1 || Date.now() - started > {TIMER_FALLBACK_MS};
+    if (now >= {min_chars} && now === last && painted && settledMs() >= {SETTLED_MS} && !hidden()) break;
     last = now;
   }}
-  if (window.{STALE_MARK}) return null;
+  if (window.{STALE_MARK} || hidden()) return null;
   return {READ_PAGE.strip()};
 }})()
 """

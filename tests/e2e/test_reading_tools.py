@@ -20,7 +20,7 @@ from tests.e2e.agent_support import (
 )
 from tests.fakes.llm_script import agent_step, done, navigate
 from tests.fakes.llm_server import FakeProvider
-from tests.fakes.site import FixtureSites, career_records
+from tests.fakes.site import SLOW_LIST_ITEMS, FixtureSites, career_records
 from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display]
@@ -130,3 +130,30 @@ def test_find_links_salvages_anchors_rewritten_to_the_host_page_and_waits_for_a_
     assert len(events) == 2
     assert events[0].startswith("find_links: 14 link(s) matched") and "read by a relaxed rescan" in events[0]
     assert events[1].startswith("find_links: 14 link(s) matched") and "relaxed" not in events[1]
+
+
+def test_find_links_rescans_a_listing_whose_items_load_after_the_first_scan(
+    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
+) -> None:
+    marker = token("SLOWLIST")
+    fake.script(
+        marker,
+        [
+            navigate(f"{site.url}/slow-list"),
+            agent_step([{"find_links": {"href_contains": "/slow-list/item/"}}]),
+            done("Listed the items."),
+        ],
+        when=agent_steps,
+    )
+    session = create(agent_server, task=f"{marker} List the items on {site.url}/slow-list.")
+    sid = session["id"]
+    finished = wait_until_status(agent_server, sid, {"stopped", "error"}, timeout=300)
+    assert finished["status"] == "stopped", finished["lastStepSummary"]
+
+    found = envelope_in(step_requests(fake, marker)[2], "found_links.json")
+    items = [f"{site.url}/slow-list/item/{n}" for n in range(1, SLOW_LIST_ITEMS + 1)]
+    assert [link["href"] for link in found["data"]] == items
+    assert f"{SLOW_LIST_ITEMS} link(s) found" in str(found["note"])
+    assert json.loads((session_files(agent_server, sid) / "found_links.json").read_text()) == found["data"]
+    [event] = [e for e in read_events(agent_server, sid) if e.startswith("find_links")]
+    assert event.startswith(f"find_links: {SLOW_LIST_ITEMS} link(s) matched") and "rescanned after" in event

@@ -209,6 +209,12 @@ def shop_app(state: ShopState, panel_url: str) -> Starlette:
     async def lazy_item(request: Request) -> Response:
         return page(f"Lazy item {request.path_params['n']}", "<p>One item of the lazy list.</p>")
 
+    async def slow_list(request: Request) -> Response:
+        return slow_list_page()
+
+    async def slow_item(request: Request) -> Response:
+        return page(f"Slow item {request.path_params['n']}", "<p>One item of the slow listing.</p>")
+
     async def catalog(request: Request) -> Response:
         count = int(request.query_params.get("n", "48"))
         items = "".join(f'<li><a href="/catalog/item/{n}">Catalog item {n}</a></li>' for n in range(1, count + 1))
@@ -268,6 +274,8 @@ def shop_app(state: ShopState, panel_url: str) -> Starlette:
             Route("/lazy", lazy),
             Route("/shell/{n}", shell),
             Route("/lazy/item/{n}", lazy_item),
+            Route("/slow-list", slow_list),
+            Route("/slow-list/item/{n}", slow_item),
             Route("/catalog", catalog),
             Route("/catalog/item/{n:int}", catalog_page),
         ],
@@ -310,6 +318,36 @@ window.addEventListener('scroll', () => {{
 }});
 </script>"""
     return page("Lazy list", f'<ul id="items"></ul><p>Back to <a href="/lazy/item/1">the first item</a>.</p>{script}')
+
+
+SLOW_LIST_ITEMS, SLOW_LIST_FEATURED, SLOW_LIST_DELAY_MS = 14, 2, 2000
+
+
+def slow_list_page() -> HTMLResponse:
+    """A listing that shows 2 featured items of 14 and a few site links; once scrolled to its end it loads the
+    other 12 slowly (2 s, well past find_links' 0.6 s scroll round), so find_links' first scan sees 2 of 14."""
+    item = "'<li><a href=\"/slow-list/item/' + n + '\">Slow item ' + n + '</a></li>'"
+    script = f"""
+<script>
+let requested = false;
+window.addEventListener('scroll', () => {{
+  if (requested || window.innerHeight + window.scrollY < document.body.scrollHeight - 100) return;
+  requested = true;
+  setTimeout(() => {{
+    let html = '';
+    for (let n = {SLOW_LIST_FEATURED + 1}; n <= {SLOW_LIST_ITEMS}; n++) html += {item};
+    document.getElementById('items').insertAdjacentHTML('beforeend', html);
+  }}, {SLOW_LIST_DELAY_MS});
+}});
+</script>"""
+    featured = "".join(
+        f'<li><a href="/slow-list/item/{n}">Slow item {n}</a></li>' for n in range(1, SLOW_LIST_FEATURED + 1)
+    )
+    return page(
+        "Slow listing",
+        '<p><a href="/">Shop</a> · <a href="/catalog">Catalog</a> · <a href="/form">Contact</a></p>'
+        f'<ul id="items">{featured}</ul><div style="height:2500px">More items load as you scroll.</div>{script}',
+    )
 
 
 def catalog_item(number: int) -> HTMLResponse:

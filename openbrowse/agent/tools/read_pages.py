@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -17,23 +18,12 @@ from browser_use.agent.views import ActionResult
 from browser_use.filesystem.file_system import FileSystem
 from pydantic import BaseModel, Field
 
-from openbrowse.agent.browser_pages import (
-    MIN_RENDER_CHARS,
-    RENDER_TIMEOUT,
-    FrameRef,
-    PageScriptError,
-    close_tab,
-    evaluate,
-    evaluate_in_frame,
-    focus_tab,
-    frames_of,
-    open_tab,
-)
+from openbrowse.agent.browser_pages import close_tab, focus_tab, open_tab
 from openbrowse.agent.delivery import envelope, save
-from openbrowse.agent.page_scripts import READ_PAGE, read_when_ready
 from openbrowse.agent.timeouts import TIMEOUTS
 from openbrowse.agent.tools.draft_file import draft_note, save_drafts
 from openbrowse.agent.tools.pacing import tab_spacing
+from openbrowse.agent.tools.page_read import read_early, read_one
 from openbrowse.agent.tools.wave_tabs import WaveTabs
 from openbrowse.domain.feed import EventCategory
 
@@ -44,9 +34,10 @@ if TYPE_CHECKING:
 
 MAX_URLS = 48
 WAVE_SIZE = 6
+MAX_WAVE_SIZE = 8
+"""A solo run (never paced) reads waves of 8 tabs: fewer wave boundaries, and each tab has longer to load its
+next page while the others are read; a paced run keeps waves of 6 (spec §11.2: up to 6, max 8)."""
 MIN_TIME_FOR_WAVE = 30.0
-PANEL_ATTACH_TIMEOUT = 10.0
-STALE_RETRY = 0.05
 PAGES_FILE = "pages.json"
 STATUS_FILE = "read_pages_status.json"
 
@@ -68,6 +59,18 @@ class Batch:
     beyond_cap: int = 0
 
 
+@dataclass
+class Pending:
+    """A page of a wave on its way: the load of its tab, then its early read waiting inside the page."""
+
+    load: asyncio.Task[str | None]
+    early: asyncio.Task[dict[str, Any] | None]
+
+
+async def _loaded(target: str) -> str | None:
+    return target
+
+
 def choose_batch(ctx: ToolContext, params: ReadPagesParams) -> Batch | str:
     """The URLs this call reads, or a message when there is nothing to read."""
     reading = ctx.reading
@@ -87,73 +90,6 @@ def choose_batch(ctx: ToolContext, params: ReadPagesParams) -> Batch | str:
     return Batch(batch, False)
 
 
-async def read_one(browser: BrowserSession, target_id: str, url: str, frame_filter: str | None) -> dict[str, Any]:
-    """Focus the tab and read it once it rendered (inside the matching panel when filtered)."""
-    deadline = time.monotonic() + RENDER_TIMEOUT
-    page: Any = None
-    first = True
-    while time.monotonic() < deadline:
-        remaining_ms = int((deadline - time.monotonic()) * 1000)
-        script = read_when_ready(remaining_ms, MIN_RENDER_CHARS)
-        try:
-            page = (
-                await _read_focused(browser, target_id, script) if first else await evaluate(browser, script, target_id)
-            )
-        except PageScriptError:  # the document was replaced mid-read (navigation committed): read the new one
-            page = None
-        first = False
-        if isinstance(page, dict) and not str(page.get("url", "")).startswith("about:"):
-            break
-        await asyncio.sleep(STALE_RETRY)
-    if not isinstance(page, dict) or str(page.get("url", "")).startswith("about:"):
-        raise PageScriptError("the page did not load within 25 s")
-    page["frameMatched"] = False
-    if frame_filter and frame_filter not in str(page.get("url", "")):  # a panel's own page is read directly
-        frames = await _panel_frames(browser, target_id, frame_filter)
-        if not frames:
-            raise PageScriptError(f"the embedded panel '{frame_filter}' never attached")
-        inner = await evaluate_in_frame(browser, frames[0], READ_PAGE)
-        if isinstance(inner, dict):
-            page.update(text=inner["text"], jsonld=inner["jsonld"] or page["jsonld"], links=inner["links"])
-            page["textChars"], page["frameMatched"] = inner["textChars"], True
-    if not page.get("text"):
-        raise PageScriptError("the page rendered no text within 25 s")
-    panels: list[str] = []
-    if not page["frameMatched"] and page.get("iframes"):
-        panels = [f.url for f in await frames_of(browser, target_id) if f.cross_origin]
-    return {
-        "panels": panels,
-        "url": url,
-        "finalUrl": page.get("url"),
-        "title": page.get("title", ""),
-        "text": page.get("text", ""),
-        "jsonld": page.get("jsonld", []),
-        "links": page.get("links", []),
-        "frameMatched": page["frameMatched"],
-    }
-
-
-async def _read_focused(browser: BrowserSession, target_id: str, script: str) -> Any:
-    """Focus the tab and run the read script together: the script counts painted frames, which only come once
-    the tab is in the foreground, so it need not wait for the focus reply before being sent."""
-    outcomes: tuple[Any, ...] = await asyncio.gather(
-        focus_tab(browser, target_id), evaluate(browser, script, target_id), return_exceptions=True
-    )
-    for outcome in outcomes:
-        if isinstance(outcome, BaseException):
-            raise outcome
-    return outcomes[1]
-
-
-async def _panel_frames(browser: BrowserSession, target_id: str, needle: str) -> list[FrameRef]:
-    deadline = time.monotonic() + PANEL_ATTACH_TIMEOUT
-    while True:
-        frames = [f for f in await frames_of(browser, target_id) if needle in f.url]
-        if frames or time.monotonic() > deadline:
-            return frames
-        await asyncio.sleep(0.3)
-
-
 class Reader:
     """One read_pages call: waves of tabs against a time budget, then one retry pass for failures."""
 
@@ -167,12 +103,17 @@ class Reader:
         self.home = browser.agent_focus_target_id
         self.wave_tabs = WaveTabs(browser, self.home)
         self.loads: list[asyncio.Task[str | None]] = []
-        """Every load ahead started by the waves: the reader owns them and settles them before closing the tabs."""
+        """Every tab load the waves started: the reader owns them and settles them before closing the tabs."""
+        self.early_reads: list[asyncio.Task[dict[str, Any] | None]] = []
+        """Every early read the waves sent (cancelled at the end if still waiting: their tabs then close)."""
+        self.report: asyncio.Task[None] | None = None
+        """The feed events of the waves read so far, written in order while the reading goes on."""
 
     async def run(self, urls: list[str]) -> list[str]:
         """Read ``urls``; return the ones never attempted because the budget ran out."""
-        waves = [urls[i : i + WAVE_SIZE] for i in range(0, len(urls), WAVE_SIZE)]
-        upcoming: list[asyncio.Task[str | None]] = []
+        size = WAVE_SIZE if tab_spacing(WAVE_SIZE, self.ctx.active_sessions()) else MAX_WAVE_SIZE
+        waves = [urls[i : i + size] for i in range(0, len(urls), size)]
+        upcoming: list[Pending] = []
         try:
             for number, wave in enumerate(waves, 1):
                 if self.deadline - time.monotonic() < MIN_TIME_FOR_WAVE:
@@ -226,28 +167,25 @@ class Reader:
             await self._attempt([page["url"]])
 
     async def _wave(
-        self, wave: list[str], number: int, total: int, loading: list[asyncio.Task[str | None]], following: list[str]
-    ) -> list[asyncio.Task[str | None]]:
+        self, wave: list[str], number: int, total: int, loading: list[Pending], following: list[str]
+    ) -> list[Pending]:
         """Read one wave; unless paced, each tab starts loading its page of the following wave once read.
-        Returns those loads (the next wave's tabs, in order)."""
+        Returns those pages on their way (the next wave's tabs, in order)."""
         started = time.monotonic()
         spacing = tab_spacing(len(wave), self.ctx.active_sessions())
-        targets: list[str | None] = [] if loading else [t for _, t in await self.wave_tabs.load(wave, spacing)]
-        upcoming: list[asyncio.Task[str | None]] = []
+        pending = list(loading)
+        if not pending:
+            pending = [self._pending(_loaded(target)) for _, target in await self.wave_tabs.load(wave, spacing)]
+        # the previous wave stopped loading ahead (time budget): load the rest now
+        pending += [self._pending(self._load(None, url)) for url in wave[len(pending) :]]
+        upcoming: list[Pending] = []
         for index, url in enumerate(wave):
-            if not loading:
-                target = targets[index]
-            elif index < len(loading):
-                target = await loading[index]
-            else:  # the previous wave stopped loading ahead (time budget): load it now
-                target = await self._load(None, url)
-            ok = target is not None and await self._read(url, target)
+            target = await asyncio.shield(pending[index].load)
+            ok = target is not None and await self._read(url, target, early=pending[index].early)
             if target is not None and not ok:
                 await self.wave_tabs.discard(target)
             if not spacing and index < len(following) and self.deadline - time.monotonic() >= MIN_TIME_FOR_WAVE:
-                reused = target if ok else None
-                upcoming.append(asyncio.create_task(self._load(reused, following[index])))
-                self.loads.append(upcoming[-1])
+                upcoming.append(self._pending(self._load(target if ok else None, following[index])))
         ok_count = sum(1 for u in wave if u in self.results)
         inside = sum(1 for u in wave if self.results.get(u, {}).get("frameMatched"))
         summary = f"read_pages wave {number}/{total}: {ok_count} of {len(wave)} pages ok"
@@ -255,8 +193,34 @@ class Reader:
             summary += f", {inside} read inside their embedded panel"
         summary += f" ({time.monotonic() - started:.1f}s"
         summary += f", paced {spacing * 1000:.0f}ms/tab)" if spacing else ")"
-        await self.ctx.event(EventCategory.READ, "read_pages", summary, wave=number, waves=total, ok=ok_count)
+        self._report(summary, wave=number, waves=total, ok=ok_count)
         return upcoming
+
+    def _report(self, summary: str, **data: Any) -> None:
+        """A wave's feed event, written while the next wave is read (after the previous wave's, in order)."""
+        self.report = asyncio.create_task(self._append_report(self.report, summary, data))
+
+    async def _append_report(self, previous: asyncio.Task[None] | None, summary: str, data: dict[str, Any]) -> None:
+        if previous is not None:
+            await previous
+        await self.ctx.event(EventCategory.READ, "read_pages", summary, **data)
+
+    def _pending(self, load: Coroutine[Any, Any, str | None]) -> Pending:
+        """A page on its way: its tab loading it, then its early read sent as soon as it loaded."""
+        task = asyncio.create_task(load)
+        self.loads.append(task)
+        early = asyncio.create_task(self._read_early(task))
+        self.early_reads.append(early)
+        return Pending(task, early)
+
+    async def _read_early(self, load: asyncio.Task[str | None]) -> dict[str, Any] | None:
+        target = await asyncio.shield(load)  # a cancelled early read leaves the load to :meth:`_settle`
+        if target is None:
+            return None
+        try:
+            return await read_early(self.browser, target)
+        except Exception:  # the reader reads the tab the plain way
+            return None
 
     async def _load(self, target: str | None, url: str) -> str | None:
         """A page of the next wave loading in a tab already read (or a fresh one); None when it could not."""
@@ -268,14 +232,26 @@ class Reader:
 
     async def _settle(self) -> None:
         """Loads of a wave that will not be read (budget, failure, cancellation) finish before the tabs close;
-        they are not cancelled, as a tab being opened would then be created without the pool knowing it."""
-        await asyncio.gather(*self.loads, return_exceptions=True)
+        they are not cancelled, as a tab being opened would then be created without the pool knowing it. Early
+        reads still waiting in their tabs are cancelled."""
+        for early in self.early_reads:
+            early.cancel()
+        await asyncio.gather(*self.loads, *self.early_reads, return_exceptions=True)
         self.loads.clear()
+        self.early_reads.clear()
         await self.wave_tabs.close()
+        if self.report is not None:
+            await self.report
 
-    async def _read(self, url: str, target_id: str, frame_filter: str | None = None) -> bool:
+    async def _read(
+        self,
+        url: str,
+        target_id: str,
+        frame_filter: str | None = None,
+        early: asyncio.Task[dict[str, Any] | None] | None = None,
+    ) -> bool:
         try:
-            self.results[url] = await read_one(self.browser, target_id, url, frame_filter or self.frame_filter)
+            self.results[url] = await read_one(self.browser, target_id, url, frame_filter or self.frame_filter, early)
         except Exception as exc:  # one page's failure never ends the call; it is retried once
             self.errors[url] = str(exc)[:300] or type(exc).__name__
             return False
