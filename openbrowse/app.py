@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 import httpx
-from fastapi import APIRouter, FastAPI
+from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from openbrowse import __version__
@@ -131,14 +131,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
     app.add_middleware(BrowserGuard, policy=policy)  # added last, so it runs first (spec §2.2)
     install_error_handlers(app)
-    v3 = APIRouter(prefix="/v3")
-    v3.include_router(sessions.router)
-    v3.include_router(events.router)
-    v3.include_router(browsers.router)
-    v3.include_router(browsers.cdp_router)
-    v3.include_router(profiles.router)
     app.include_router(health.router, responses=GUARDED)
-    app.include_router(v3, responses=GUARDED)
+    # each /v3 router straight into the app: every level of nested routers matches a request's path again
+    for v3_router in (sessions.router, events.router, browsers.router, browsers.cdp_router, profiles.router):
+        app.include_router(v3_router, prefix="/v3", responses=GUARDED)
     app.include_router(live.router, responses=GUARDED)
     app.include_router(codeview.router, responses=GUARDED)
     install_dashboard(app, models=sorted(MODELS), efforts=EFFORTS)

@@ -1,6 +1,8 @@
 """Typed access to app-wide services from route handlers, and the auth dependency.
 
-Every dependency takes an ``HTTPConnection`` so it serves HTTP and WebSocket routes alike.
+Every dependency takes an ``HTTPConnection`` so it serves HTTP and WebSocket routes alike. Each one is an
+``async def`` although none awaits: FastAPI runs a plain ``def`` dependency in its thread pool, two thread hops
+per dependency and request, which under load cost more than everything else a ``GET`` does (issue 11).
 """
 
 from __future__ import annotations
@@ -20,47 +22,51 @@ from openbrowse.sessions.live import LiveTargets
 from openbrowse.sessions.manager import SessionManager
 
 
-def get_settings(conn: HTTPConnection) -> Settings:
+async def get_settings(conn: HTTPConnection) -> Settings:
     settings: Settings = conn.app.state.settings
     return settings
 
 
-def get_manager(conn: HTTPConnection) -> SessionManager:
+async def get_manager(conn: HTTPConnection) -> SessionManager:
     manager: SessionManager = conn.app.state.manager
     return manager
 
 
-def get_authenticator(conn: HTTPConnection) -> Authenticator:
+def authenticator_of(conn: HTTPConnection) -> Authenticator:
     authenticator: Authenticator = conn.app.state.authenticator
     return authenticator
 
 
-def require_api_key(conn: HTTPConnection) -> None:
-    get_authenticator(conn).require_api_key(conn)
+async def get_authenticator(conn: HTTPConnection) -> Authenticator:
+    return authenticator_of(conn)
 
 
-def get_browsers(conn: HTTPConnection) -> BrowserService:
+async def require_api_key(conn: HTTPConnection) -> None:
+    authenticator_of(conn).require_api_key(conn)
+
+
+async def get_browsers(conn: HTTPConnection) -> BrowserService:
     browsers: BrowserService = conn.app.state.browsers
     return browsers
 
 
-def get_live_targets(conn: HTTPConnection) -> LiveTargets:
+async def get_live_targets(conn: HTTPConnection) -> LiveTargets:
     targets: LiveTargets = conn.app.state.live_targets
     return targets
 
 
-def get_profiles(conn: HTTPConnection) -> ProfileService:
+async def get_profiles(conn: HTTPConnection) -> ProfileService:
     profiles: ProfileService = conn.app.state.profiles
     return profiles
 
 
-def get_loopback_http(conn: HTTPConnection) -> httpx.AsyncClient:
+async def get_loopback_http(conn: HTTPConnection) -> httpx.AsyncClient:
     """The HTTP client for loopback upstreams (noVNC assets, Chromium's ``/json/version``)."""
     client: httpx.AsyncClient = conn.app.state.loopback_http
     return client
 
 
-def get_activity_board(conn: HTTPConnection) -> ActivityBoard:
+async def get_activity_board(conn: HTTPConnection) -> ActivityBoard:
     board: ActivityBoard = conn.app.state.activity
     return board
 

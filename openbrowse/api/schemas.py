@@ -138,6 +138,11 @@ def session_view(record: SessionRecord) -> SessionView:
     )
 
 
+def session_json(record: SessionRecord) -> bytes:
+    """The ``SessionView`` of ``record`` as the JSON bytes FastAPI would send for it (camelCase, compact)."""
+    return session_view(record).model_dump_json(by_alias=True).encode()
+
+
 class SessionListView(WireModel):
     sessions: list[SessionView]
     total: int

@@ -167,9 +167,11 @@ class HostedEngine:
         self._slot: LiveSlot | None = None
 
     @classmethod
-    async def start(cls, name: str, build: EngineBuilder) -> HostedEngine:
-        """Start the thread and build the engine on it (so everything it creates belongs to its loop)."""
-        thread = LoopThread(THREAD_PREFIX + name)
+    async def start(cls, name: str, build: EngineBuilder, *, nice: int = 0) -> HostedEngine:
+        """Start the thread and build the engine on it (so everything it creates belongs to its loop).
+
+        ``nice``: how far below the API thread's the engine thread's CPU priority is (``ENGINE_NICE``)."""
+        thread = LoopThread(THREAD_PREFIX + name, nice=nice)
         await thread.__aenter__()
         home = HomeLoop(asyncio.get_running_loop())
         try:

@@ -104,7 +104,7 @@ class SessionEventStream:
         sent_code: CodeDraft | None = None
         while True:
             with self._board.watching(self._session_id) as wakeup:
-                record = await self._sessions.find(self._session_id)
+                record = await self._sessions.find_view(self._session_id)
                 if record is None:
                     return  # deleted while streaming
                 async for message in self._new_messages():

@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any, TypeVar
 
+from openbrowse.sessions.priority import lower_this_thread
+
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -91,10 +93,13 @@ def _owner(loop: asyncio.AbstractEventLoop) -> str:
 
 
 class LoopThread:
-    """One thread running one event loop, from :meth:`__aenter__` to :meth:`aclose` (which joins it)."""
+    """One thread running one event loop, from :meth:`__aenter__` to :meth:`aclose` (which joins it).
 
-    def __init__(self, name: str) -> None:
+    ``nice``: how much lower than its creator's the thread's CPU priority is (see ``priority.py``)."""
+
+    def __init__(self, name: str, *, nice: int = 0) -> None:
         self.name = name
+        self.nice = nice
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._thread: threading.Thread | None = None
@@ -146,6 +151,7 @@ class LoopThread:
         await asyncio.shield(asyncio.to_thread(thread.join))
 
     def _serve(self, home: asyncio.AbstractEventLoop, ready: asyncio.Future[None]) -> None:
+        lower_this_thread(self.nice)
         try:
             asyncio.run(self._main(home, ready))
         except BaseException as exc:

@@ -138,7 +138,8 @@ class SessionManager:
 
     # -- queries -----------------------------------------------------------------------------------------------
     async def get(self, session_id: str) -> SessionRecord:
-        return await self.sessions.get(session_id)
+        """The row for display (shared with other readers: never mutate it)."""
+        return await self.sessions.view(session_id)
 
     async def page(self, page: int, page_size: int) -> tuple[list[SessionRecord], int]:
         return await self.sessions.page(page, page_size)
@@ -146,7 +147,7 @@ class SessionManager:
     async def messages(
         self, session_id: str, *, after: str | None, before: str | None, limit: int
     ) -> tuple[list[Message], bool]:
-        await self.sessions.get(session_id)
+        await self.sessions.view(session_id)
         return await self.feed.page(session_id, after=after, before=before, limit=limit)
 
     def counts(self) -> dict[str, int]:

@@ -210,7 +210,7 @@ class EngineLoader:
             )
             return hosted
 
-        return await HostedEngine.start(record.id, build)
+        return await HostedEngine.start(record.id, build, nice=self._settings.ENGINE_NICE)
 
 
 async def _import_engine(settings: Settings) -> Any:

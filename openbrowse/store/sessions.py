@@ -13,6 +13,7 @@ from openbrowse.domain.failures import FailureKind
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.sessions import SessionRecord, SessionStatus
 from openbrowse.errors import SessionNotFound
+from openbrowse.store.read_cache import ReadCache
 
 if TYPE_CHECKING:
     import aiosqlite
@@ -24,6 +25,8 @@ _BOOL_COLUMNS = {"keep_alive", "browser_live"}
 _DECIMAL_COLUMNS = {"max_cost_usd", "allowance_usd", "llm_cost_usd", "captcha_cost_usd"}
 _COLUMNS = [f.name for f in fields(SessionRecord)]
 _NEXT_QUEUE_SEQ_SQL = "(SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM sessions)"
+VIEW_CACHE_SIZE = 256
+"""Rows kept for :meth:`SessionRepo.view` (the sessions being polled; a few KiB each)."""
 
 
 class _NextInQueue:
@@ -81,10 +84,13 @@ def _from_row(row: aiosqlite.Row) -> SessionRecord:
 
 
 class SessionRepo:
+    """The only writer of the ``sessions`` table (its read cache relies on it: see ``read_cache.py``)."""
+
     def __init__(self, db: Database, clock: Clock = utc_now) -> None:
         self._db = db
         self._clock = clock
         self._listeners: list[Callable[[str], None]] = []
+        self._views: ReadCache[str, SessionRecord] = ReadCache(VIEW_CACHE_SIZE)
 
     def listen(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(session_id)`` after every committed update or delete (wakes the event streams)."""
@@ -104,11 +110,14 @@ class SessionRepo:
         values = tuple(
             _to_column(name, getattr(record, name)) for name in _COLUMNS if not (enqueue and name == "queue_seq")
         )
-        async with self._db.transaction() as conn:
-            await conn.execute(f"INSERT INTO sessions ({columns}) VALUES ({marks})", values)
-            if enqueue:
-                rows = list(await conn.execute_fetchall("SELECT queue_seq FROM sessions WHERE id = ?", (record.id,)))
-                record = record.evolve(queue_seq=int(rows[0][0]) if rows else None)
+        with self._views.writing(record.id):
+            async with self._db.transaction() as conn:
+                await conn.execute(f"INSERT INTO sessions ({columns}) VALUES ({marks})", values)
+                if enqueue:
+                    rows = list(
+                        await conn.execute_fetchall("SELECT queue_seq FROM sessions WHERE id = ?", (record.id,))
+                    )
+                    record = record.evolve(queue_seq=int(rows[0][0]) if rows else None)
         return record
 
     async def get(self, session_id: str) -> SessionRecord:
@@ -121,6 +130,26 @@ class SessionRepo:
         row = await self._db.fetch_one("SELECT * FROM sessions WHERE id = ?", (session_id,))
         return _from_row(row) if row is not None else None
 
+    async def view(self, session_id: str) -> SessionRecord:
+        """Like :meth:`get`, but the record may be shared with other readers: for display only, never mutated.
+
+        Served from memory while no write happened since it was read (the API's polls cost no database hop)."""
+        record = await self.find_view(session_id)
+        if record is None:
+            raise SessionNotFound()
+        return record
+
+    async def find_view(self, session_id: str) -> SessionRecord | None:
+        """Like :meth:`find`, shared as :meth:`view` is."""
+        cached = self._views.get(session_id)
+        if cached is not None:
+            return cached
+        ticket = self._views.ticket()
+        record = await self.find(session_id)
+        if record is not None:
+            self._views.offer(session_id, record, ticket)
+        return record
+
     async def update(self, session_id: SessionId, **changes: Any) -> SessionRecord:
         """Write ``changes`` (SessionRecord field names) and bump ``updated_at``; return the new record."""
         unknown = set(changes) - set(_COLUMNS)
@@ -132,10 +161,11 @@ class SessionRepo:
             f"{name} = ?" if name in plain else f"{name} = {_NEXT_QUEUE_SEQ_SQL}" for name in changes
         )
         values = tuple(_to_column(name, value) for name, value in plain.items())
-        async with self._db.transaction() as conn:
-            cursor = await conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*values, session_id))
-            if cursor.rowcount == 0:
-                raise SessionNotFound()
+        with self._views.writing(session_id):
+            async with self._db.transaction() as conn:
+                cursor = await conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*values, session_id))
+                if cursor.rowcount == 0:
+                    raise SessionNotFound()
         self._changed(session_id)
         return await self.get(session_id)
 
@@ -151,10 +181,11 @@ class SessionRepo:
         )
 
     async def delete(self, session_id: str) -> None:
-        async with self._db.transaction() as conn:
-            cursor = await conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
-            if cursor.rowcount == 0:
-                raise SessionNotFound()
+        with self._views.writing(session_id):
+            async with self._db.transaction() as conn:
+                cursor = await conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+                if cursor.rowcount == 0:
+                    raise SessionNotFound()
         self._changed(session_id)
 
     async def page(self, page: int, page_size: int) -> tuple[list[SessionRecord], int]:

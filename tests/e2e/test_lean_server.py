@@ -3,6 +3,7 @@ and ``/health/details`` reports the event loop's lag; an agent works on an engin
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -54,6 +55,13 @@ def _agent_steps(request: LLMRequest) -> bool:
     return request.is_agent_step
 
 
+def _thread_nice_values(server: ServerProcess) -> dict[int, int]:
+    """Each thread of the server process (Linux nice values are per thread) → its nice value."""
+    assert server.process is not None
+    pid = server.process.pid
+    return {int(tid): os.getpriority(os.PRIO_PROCESS, int(tid)) for tid in os.listdir(f"/proc/{pid}/task")}
+
+
 def test_a_running_agent_works_on_its_own_engine_thread_which_is_joined_when_it_ends(
     agent_server: ServerProcess, fake: FakeProvider
 ) -> None:
@@ -63,8 +71,14 @@ def test_a_running_agent_works_on_its_own_engine_thread_which_is_joined_when_it_
     created = create(agent_server, task=f"{marker} Say hello.", model="claude-sonnet-5")
     try:
         assert gate.wait_entered(90), "the agent step never reached the model"
-        # the agent is inside its step (its model call is held open): its engine runs on a thread of its own
+        # the agent is inside its step (its model call is held open): its engine runs on a thread of its own,
+        # at a lower CPU priority than the API's (ENGINE_NICE, 10 by default)
         assert _details(agent_server)["engineThreads"] == 1
+        assert agent_server.process is not None
+        nice = _thread_nice_values(agent_server)
+        api_nice = nice[agent_server.process.pid]
+        assert api_nice == os.getpriority(os.PRIO_PROCESS, 0)  # the API thread keeps the priority it started with
+        assert min(api_nice + 10, 19) in nice.values(), nice
     finally:
         gate.open()
     finished = wait_until_status(agent_server, created["id"], {"stopped", "error", "timed_out"})

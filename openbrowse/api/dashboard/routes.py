@@ -19,7 +19,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.requests import HTTPConnection
 
 from openbrowse.api.dashboard import pages
-from openbrowse.api.deps import ManagerDep, get_authenticator
+from openbrowse.api.deps import ManagerDep, authenticator_of
 from openbrowse.api.schemas import session_view
 from openbrowse.errors import NotFound
 
@@ -40,8 +40,8 @@ _PAGE_HEADERS = {
 }
 
 
-def require_dashboard(conn: HTTPConnection) -> None:
-    get_authenticator(conn).require_dashboard(conn)
+async def require_dashboard(conn: HTTPConnection) -> None:
+    authenticator_of(conn).require_dashboard(conn)
 
 
 router = APIRouter(include_in_schema=False, dependencies=[Depends(require_dashboard)])

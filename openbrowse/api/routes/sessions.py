@@ -17,10 +17,12 @@ from openbrowse.api.schemas import (
     SessionView,
     StopSessionBody,
     message_view,
+    session_json,
     session_view,
 )
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.sessions import StopStrategy
+from openbrowse.sessions.manager import SessionManager
 from openbrowse.sessions.requests import SessionCreate
 
 router = APIRouter(
@@ -88,8 +90,12 @@ async def list_sessions(
 
 
 @router.get("/{session_id}", response_model=SessionView, response_model_by_alias=True, responses=_UNKNOWN_ID)
-async def get_session(session_id: str, manager: ManagerDep) -> SessionView:
-    return session_view(await manager.get(session_id))
+async def get_session(session_id: str, request: Request) -> Response:
+    # The API's hot path (polled by every client): the view is serialised once, without FastAPI validating it
+    # again against the response model, and the manager is read from the app's state, not solved as a
+    # dependency. The bytes are those the declared model produces (tests/unit/api/test_session_json.py).
+    manager: SessionManager = request.app.state.manager
+    return Response(session_json(await manager.get(session_id)), media_type="application/json")
 
 
 @router.post(
