@@ -204,10 +204,21 @@ class Engines:
 
 
 async def settle(manager: SessionManager, rounds: int = 20000) -> None:
-    """Wait until every run is parked with nothing pending, or gone."""
+    """Wait until every run is parked with nothing pending, or gone.
+
+    A worker can park a moment before it notices something that already happened (a browser that died during
+    the turn is seen by the parked wait a few loop turns later), so the state must also survive a few rounds of
+    pending wake-ups before it counts as settled."""
+    seen = 0
     for _ in range(rounds):
         if all(w.phase == "parked" and w.awaiting_follow_up for w in manager.workers()):
-            return
+            seen += 1
+            if seen == 3:
+                return
+            for _ in range(20):
+                await asyncio.sleep(0)
+            continue
+        seen = 0
         await asyncio.sleep(0.001)
     raise AssertionError(f"workers never settled: {[(w.session_id, w.phase) for w in manager.workers()]}")
 
