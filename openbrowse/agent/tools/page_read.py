@@ -43,17 +43,7 @@ def _fresh(page: Any) -> bool:
 async def read_early(browser: BrowserSession, target_id: str) -> dict[str, Any] | None:
     """The wait-and-read script of a tab not focused yet: waits inside the page until the tab is shown, then
     reads it. Sent again while the tab still shows the document it is navigating away from."""
-    deadline = time.monotonic() + RENDER_TIMEOUT
-    while time.monotonic() < deadline:
-        script = read_when_ready(int((deadline - time.monotonic()) * 1000), MIN_RENDER_CHARS, wait_shown=True)
-        try:
-            page = await evaluate(browser, script, target_id)
-        except PageScriptError:  # the document was replaced while the script waited: wait in the new one
-            page = None
-        if _fresh(page):
-            return dict(page)
-        await asyncio.sleep(STALE_RETRY)
-    return None
+    return await _read_loop(browser, target_id, wait_shown=True, focus_first=False)
 
 
 async def read_one(
@@ -107,21 +97,30 @@ async def _take_early(
 
 
 async def _read_when_ready(browser: BrowserSession, target_id: str) -> dict[str, Any]:
+    page = await _read_loop(browser, target_id, wait_shown=False, focus_first=True)
+    if page is None:
+        raise PageScriptError("the page did not load within 25 s")
+    return page
+
+
+async def _read_loop(
+    browser: BrowserSession, target_id: str, *, wait_shown: bool, focus_first: bool
+) -> dict[str, Any] | None:
+    """Run the wait-and-read script until it reads the tab's own page (None after the render timeout); a read
+    broken by a document replaced mid-way (a navigation committing) is sent again to the new document."""
     deadline = time.monotonic() + RENDER_TIMEOUT
-    first = True
+    focus = focus_first
     while time.monotonic() < deadline:
-        script = read_when_ready(int((deadline - time.monotonic()) * 1000), MIN_RENDER_CHARS)
+        script = read_when_ready(int((deadline - time.monotonic()) * 1000), MIN_RENDER_CHARS, wait_shown=wait_shown)
         try:
-            page = (
-                await _read_focused(browser, target_id, script) if first else await evaluate(browser, script, target_id)
-            )
-        except PageScriptError:  # the document was replaced mid-read (navigation committed): read the new one
+            page = await (_read_focused(browser, target_id, script) if focus else evaluate(browser, script, target_id))
+        except PageScriptError:
             page = None
-        first = False
+        focus = False
         if _fresh(page):
             return dict(page)
         await asyncio.sleep(STALE_RETRY)
-    raise PageScriptError("the page did not load within 25 s")
+    return None
 
 
 async def _read_focused(browser: BrowserSession, target_id: str, script: str) -> Any:
