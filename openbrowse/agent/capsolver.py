@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from openbrowse.agent.captcha_detect import CaptchaKind, Finding
+from openbrowse.shielding import run_shielded
 
 DEFAULT_BASE_URL = "https://api.capsolver.com"
 SOLVE_DEADLINE = 150.0
@@ -127,7 +128,7 @@ class CapSolverClient:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        await asyncio.shield(self._http.aclose())
+        await run_shielded(self._http.aclose())
 
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         response = await self._http.post(path, json={"clientKey": self._settings.api_key, **body})

@@ -20,6 +20,7 @@ import time
 from browser_use import BrowserSession
 
 from openbrowse.agent.browser_pages import close_tab, evaluate, focus_tab, open_tab, wait_tab_forgotten
+from openbrowse.shielding import run_shielded
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +96,7 @@ class CodeTab:
         if target is None:
             return
         home = self._browser.agent_focus_target_id or self._home
-        await asyncio.shield(self._close(target, home))
+        await run_shielded(self._close(target, home))
 
     async def _close(self, target: str, home: str | None) -> None:
         if home is not None and home != target:

@@ -28,6 +28,7 @@ import websockets
 from websockets.asyncio.client import ClientConnection
 
 from openbrowse.agent.netpolicy import NetworkRefused, NetworkRules
+from openbrowse.shielding import run_shielded
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ class NavigationGuard:
         tasks = [t for t in (self._reader, *self._pending) if t is not None]
         for task in tasks:
             task.cancel()
-        await asyncio.shield(self._close(tasks))
+        await run_shielded(self._close(tasks))
 
     async def _close(self, tasks: list[asyncio.Task[None]]) -> None:
         with contextlib.suppress(Exception):

@@ -22,6 +22,8 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.typing import Subprotocol
 
+from openbrowse.shielding import run_shielded
+
 __all__ = [
     "CLOSE_NORMAL",
     "CLOSE_POLICY",
@@ -99,7 +101,7 @@ async def bridge(client: WebSocket, upstream_url: str, *, max_message: int, subp
         code = await _pump_both(client, upstream, max_message)
     finally:
         with contextlib.suppress(Exception):
-            await asyncio.shield(upstream.close())
+            await run_shielded(upstream.close())
         await close_quietly(client, code)
 
 

@@ -34,6 +34,7 @@ from openbrowse.llm.provider_errors import (
     ProviderTimeoutError,
 )
 from openbrowse.llm.tls import shared_ssl_context
+from openbrowse.shielding import run_shielded
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ async def http_client(timeout_s: float) -> AsyncIterator[httpx.AsyncClient]:
     try:
         yield client
     finally:
-        await asyncio.shield(client.aclose())
+        await run_shielded(client.aclose())
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:

@@ -38,8 +38,8 @@ from openbrowse.errors import BrowserUnavailable, InvalidRequest
 from openbrowse.profiles.service import ProfileService
 from openbrowse.sessions.profile_sync import ProfileSync
 from openbrowse.sessions.runtime import LiveSlot
+from openbrowse.shielding import run_shielded
 from openbrowse.slots.layout import SCREEN_HEIGHT, SCREEN_WIDTH
-from openbrowse.slots.process import run_shielded
 from openbrowse.store.browsers import BrowserRepo
 
 __all__ = ["BrowserRequest", "BrowserService", "CdpEndpoint"]

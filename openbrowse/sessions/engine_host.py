@@ -29,6 +29,7 @@ from openbrowse.memory import trim_malloc
 from openbrowse.profiles.jar import Jar
 from openbrowse.profiles.service import MergeReport, ProfileService
 from openbrowse.sessions.loop_thread import LoopThread, post_to, run_on
+from openbrowse.shielding import run_shielded
 from openbrowse.store.feed import FeedRepo
 from openbrowse.store.sessions import SessionRepo
 
@@ -177,7 +178,7 @@ class HostedEngine:
         try:
             inner = await thread.run(lambda: _built(build, home))
         except BaseException:
-            await asyncio.shield(thread.aclose())
+            await run_shielded(thread.aclose())
             raise
         return cls(thread, home, inner)
 
@@ -217,12 +218,16 @@ class HostedEngine:
         await self._thread.run(self._inner.save_profile)
 
     async def close(self) -> None:
-        """Close the engine on its thread, then stop and join the thread (both shielded)."""
+        """Close the engine on its thread, then stop and join the thread. A cancellation (even a repeated one)
+        waits for all of it: the thread is never stopped under an engine still closing on it."""
+        await run_shielded(self._close())
+
+    async def _close(self) -> None:
         try:
-            await asyncio.shield(self._thread.run(self._inner.close))
+            await self._thread.run(self._inner.close)
         finally:
-            await asyncio.shield(self._thread.aclose())
-            await asyncio.shield(asyncio.to_thread(trim_malloc))  # the run's memory goes back to the kernel
+            await self._thread.aclose()
+            await asyncio.to_thread(trim_malloc)  # the run's memory goes back to the kernel
 
 
 async def _built(build: EngineBuilder, home: HomeLoop) -> Engine:

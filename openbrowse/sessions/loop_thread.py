@@ -18,6 +18,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from openbrowse.sessions.priority import lower_this_thread
+from openbrowse.shielding import run_shielded
 
 logger = logging.getLogger(__name__)
 
@@ -127,14 +128,14 @@ class LoopThread:
             await asyncio.shield(asyncio.wait({ready}))
             if not ready.cancelled():
                 ready.exception()
-            await asyncio.shield(self.aclose())
+            await run_shielded(self.aclose())
             raise
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        await asyncio.shield(self.aclose())
+        await run_shielded(self.aclose())
 
     async def run(self, make: Callable[[], Awaitable[T]]) -> T:
         """Run ``make()`` on this thread's loop; see :func:`run_on`."""
@@ -148,7 +149,7 @@ class LoopThread:
         stop, loop = self._stop, self._loop
         if stop is not None and loop is not None:
             post_to(loop, stop.set)
-        await asyncio.shield(asyncio.to_thread(thread.join))
+        await run_shielded(asyncio.to_thread(thread.join))
 
     def _serve(self, home: asyncio.AbstractEventLoop, ready: asyncio.Future[None]) -> None:
         lower_this_thread(self.nice)

@@ -35,7 +35,7 @@ from openbrowse.sessions.runtime import LiveSlot, WorkerRuntime
 from openbrowse.sessions.states import Trigger, transition
 from openbrowse.sessions.sweeper import EXPIRED_SUMMARY, Sweeper, is_stale_shell
 from openbrowse.sessions.worker import SessionWorker
-from openbrowse.slots.process import run_shielded
+from openbrowse.shielding import run_shielded
 from openbrowse.store.feed import FeedRepo
 from openbrowse.store.profiles import ProfileRepo
 from openbrowse.store.sessions import NEXT_IN_QUEUE, SessionRepo

@@ -26,6 +26,7 @@ from openbrowse.profiles.jar import Cookie, Jar, empty_jar, origin_name, storage
 from openbrowse.profiles.merge import CookieKey, cookie_key, three_way_merge
 from openbrowse.profiles.service import MergeReport, save_base
 from openbrowse.sessions.profile_cdp import CdpFailure, CdpLink, StorageRead, web_origin
+from openbrowse.shielding import run_shielded
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ class ProfileSync:
             sync._load_incomplete = True
             await notify(f"Profile {profile_id} could not be loaded into the browser completely.")
         except BaseException:
-            await asyncio.shield(link.close())
+            await run_shielded(link.close())
             raise
         else:
             cookies, origins = len(base["cookies"]), len(base["origins"])
@@ -96,11 +97,11 @@ class ProfileSync:
 
     async def checkpoint(self) -> None:
         """Merge what a keep-alive turn changed, before parking; the merged jar becomes the base."""
-        await asyncio.shield(self._save(final=False))
+        await run_shielded(self._save(final=False))
 
     async def finish(self) -> None:
         """Merge everything back while CDP is still live, then drop the connection (idempotent)."""
-        await asyncio.shield(self._finish())
+        await run_shielded(self._finish())
 
     async def _finish(self) -> None:
         try:

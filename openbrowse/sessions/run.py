@@ -36,6 +36,7 @@ from openbrowse.llm.costs import CallUsage, CostLedger
 from openbrowse.llm.factory import build_chat_model
 from openbrowse.llm.metering import MeteredChatModel
 from openbrowse.sessions.profile_sync import ProfileStore, ProfileSync
+from openbrowse.shielding import run_shielded
 
 if TYPE_CHECKING:
     from openbrowse.sessions.runtime import BrowserLease, FeedLog, SessionRows, SlotEndpoints
@@ -225,7 +226,7 @@ class AgentEngine:
             outcome = await self._runner.run_turn(task, goal=goal, preamble=preamble)
         finally:
             with contextlib.suppress(Exception):
-                await asyncio.shield(self._save_costs())
+                await run_shielded(self._save_costs())
         if self._profile is not None and (await self._sessions.get(self._record.id)).keep_alive:
             await self._profile.checkpoint()  # a parked browser's logins are saved without waiting for release
         return outcome

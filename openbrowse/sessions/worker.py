@@ -26,6 +26,7 @@ from openbrowse.sessions.pressure import host_pressure
 from openbrowse.sessions.run_endings import EndingRecorder, Phase, Release, StopReason
 from openbrowse.sessions.states import Trigger
 from openbrowse.sessions.turns import bounded_turn
+from openbrowse.shielding import run_shielded
 
 if TYPE_CHECKING:
     from openbrowse.sessions.runtime import Engine, LiveSlot, SlotLease, WorkerRuntime
@@ -115,15 +116,17 @@ class SessionWorker:
             phase = self.phase
             self.phase = "closing"
             self._end_wake(Release("Stopped"))
-            await asyncio.shield(self._endings.stopped(self._stop_reason, phase, self._salvage))
-            if self._predecessor is not None:  # never leave the previous run's teardown unowned
-                await asyncio.shield(asyncio.wait({self._predecessor}))
+            try:
+                await run_shielded(self._endings.stopped(self._stop_reason, phase, self._salvage))
+            finally:
+                if self._predecessor is not None:  # never leave the previous run's teardown unowned
+                    await run_shielded(asyncio.wait({self._predecessor}))
             raise
         except SessionNotFound:
             logger.info("Session %s was deleted while its run was ending", self.session_id)
         except Exception as exc:
             logger.exception("Run of session %s failed", self.session_id)
-            await asyncio.shield(self._endings.crashed(exc))
+            await run_shielded(self._endings.crashed(exc))
         finally:
             self._end_wake(Release("The run ended"))
             self.phase = "done"
@@ -144,7 +147,7 @@ class SessionWorker:
             try:
                 self._engine = engine = await runtime.make_engine(record)
             except BaseException:
-                await asyncio.shield(_discard(early_browser))
+                await run_shielded(_discard(early_browser))
                 raise
             try:
                 if early_browser is not None:
@@ -162,7 +165,7 @@ class SessionWorker:
             finally:
                 self.phase = "closing"
                 self._end_wake(Release("Closing"))
-                await asyncio.shield(self._close(engine))
+                await run_shielded(self._close(engine))
 
     def _start_browser_early(self, lease: SlotLease) -> asyncio.Task[object] | None:
         """The first run after a start waits for browser-use's import: start the slot's browser meanwhile.

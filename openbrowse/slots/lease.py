@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from openbrowse.slots.process import run_shielded
+from openbrowse.shielding import run_shielded
 from openbrowse.slots.slot import Slot
 from openbrowse.slots.spares import Spare
 

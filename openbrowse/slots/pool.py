@@ -38,9 +38,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openbrowse.errors import BrowserUnavailable
+from openbrowse.shielding import run_shielded
 from openbrowse.slots.lease import LeaseScope, OnWait, ReleaseCallback, SlotLease
 from openbrowse.slots.ledger import Ledger, cleanup_leftovers
-from openbrowse.slots.process import run_shielded
 from openbrowse.slots.slot import SCRATCH_ROOT, Slot, scratch_dir
 from openbrowse.slots.spares import Spare, SpareKeeper
 from openbrowse.slots.vnc_access import vnc_socket_dir

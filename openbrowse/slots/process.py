@@ -24,10 +24,11 @@ import logging
 import os
 import signal
 import subprocess
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from openbrowse.errors import ProcessStartError
+from openbrowse.shielding import run_shielded
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
     from openbrowse.slots.probes import Probe
 
-__all__ = ["ManagedProcess", "OutputBuffer", "ProcessHook", "run_shielded"]
+__all__ = ["ManagedProcess", "OutputBuffer", "ProcessHook"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,27 +47,6 @@ _POLL_INTERVAL = 0.05
 _BACKOFF_START = 0.005
 _BACKOFF_FACTOR = 1.5
 _BACKOFF_MAX = 0.05  # a refused loopback connect costs microseconds; a late wake-up costs the caller
-
-
-async def run_shielded(aw: Awaitable[T]) -> T:
-    """Run ``aw`` to completion even if the caller is cancelled, then re-raise the cancellation.
-
-    The inner task is owned here and always awaited, so teardown can never be abandoned half-way.
-    """
-    task: asyncio.Future[T] = asyncio.ensure_future(aw)
-    cancelled = False
-    while not task.done():
-        try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError:
-            cancelled = True
-        except BaseException:  # the task finished with an error; task.result() re-raises it below
-            pass
-    if cancelled:
-        if not task.cancelled() and task.exception() is not None:
-            logger.error("Shielded teardown failed while cancelled", exc_info=task.exception())
-        raise asyncio.CancelledError
-    return task.result()
 
 
 class OutputBuffer:

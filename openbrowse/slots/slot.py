@@ -34,12 +34,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openbrowse.errors import ProcessDied
+from openbrowse.shielding import run_shielded
 from openbrowse.slots.chromium import BrowserProcess, find_browser_binary, prepare_fresh_dir
 from openbrowse.slots.display import DisplayStack
 from openbrowse.slots.foreign import SlotBlocked, describe_blockers, find_blockers
 from openbrowse.slots.layout import SCREEN_HEIGHT, SCREEN_WIDTH, SlotLayout
 from openbrowse.slots.ledger import TAG_ENV, instance_id, kill_tagged, slot_tag
-from openbrowse.slots.process import ManagedProcess, run_shielded
+from openbrowse.slots.process import ManagedProcess
 from openbrowse.slots.sysv_shm import remove_orphan_segments
 from openbrowse.slots.viewers import LiveViewers
 from openbrowse.slots.vnc_access import vnc_socket_dir

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from openbrowse.shielding import run_shielded
 from openbrowse.slots.layout import SCREEN_HEIGHT, SCREEN_WIDTH
 from openbrowse.slots.probes import loopback_http_json
-from openbrowse.slots.process import run_shielded
 
 if TYPE_CHECKING:
     from openbrowse.slots.slot import Slot

@@ -20,6 +20,8 @@ from typing import TypeVar
 
 import aiosqlite
 
+from openbrowse.shielding import run_shielded
+
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -73,7 +75,7 @@ class Database:
         conn, self._conn = self._conn, None
         for connection in (reader, conn):  # the writer last: it checkpoints the WAL on close
             if connection is not None:
-                await asyncio.shield(connection.close())
+                await run_shielded(connection.close())
 
     @property
     def conn(self) -> aiosqlite.Connection:

@@ -32,6 +32,7 @@ from openbrowse.agent.captcha_detect import (
 from openbrowse.agent.captcha_inject import image_grab, injection
 from openbrowse.domain.feed import EventCategory
 from openbrowse.domain.money import format_usd
+from openbrowse.shielding import run_shielded
 
 if TYPE_CHECKING:
     from browser_use import Tools
@@ -77,7 +78,7 @@ class CaptchaSolver:
         self._failures[host] = 0 if result.solved else self._failures.get(host, 0) + 1
         if result.cost > 0:
             self.run_spend += result.cost
-            await asyncio.shield(self._on_spend(result.cost))
+            await run_shielded(self._on_spend(result.cost))
 
 
 class SolveCaptchaParams(BaseModel):

@@ -62,6 +62,9 @@ class ProbeEngine:
     threads: dict[str, int] = field(default_factory=dict)
     entered: threading.Event = field(default_factory=threading.Event)
     slot: SlotEndpoints | None = None
+    close_gate: threading.Event | None = None
+    closing: threading.Event = field(default_factory=threading.Event)
+    closed: bool = False
 
     async def launch(self, lease: BrowserLease, task: str) -> None:
         self.threads["launch"] = threading.get_ident()
@@ -97,6 +100,10 @@ class ProbeEngine:
 
     async def close(self) -> None:
         self.threads["close"] = threading.get_ident()
+        self.closing.set()
+        if self.close_gate is not None:
+            await asyncio.to_thread(self.close_gate.wait, 60)
+        self.closed = True
 
 
 @dataclass
@@ -205,3 +212,23 @@ async def test_salvage_after_close_reads_what_the_engine_kept(parts: Parts) -> N
     await engine.launch(FakeLease(), "hello")
     await engine.close()
     assert await engine.salvage() is NOTHING_KEPT
+
+
+async def test_a_close_cancelled_twice_still_waits_for_the_engine_and_its_thread(parts: Parts) -> None:
+    engine = await parts.engine()
+    await engine.launch(FakeLease(), "hello")
+    probe = parts.built[0]
+    probe.close_gate = threading.Event()
+    closing = asyncio.create_task(engine.close())
+    assert await asyncio.to_thread(probe.closing.wait, 30)
+    closing.cancel()
+    await asyncio.sleep(0)
+    closing.cancel()  # a delete right after a stop cancels the owner again
+    await asyncio.sleep(0)
+    assert not closing.done(), "the close gave up while the engine was still closing"
+    probe.close_gate.set()
+    with pytest.raises(asyncio.CancelledError):
+        await closing
+    assert probe.closed
+    assert engine.thread_id is None
+    assert engine_threads() == 0

@@ -178,3 +178,24 @@ async def test_an_evicted_parked_browser_saves_before_stopped(harness: Harness, 
     gate.set()
     released = await wait_for_status(harness.manager, session_id, {S.STOPPED})
     assert not released.browser_live and engine.profile_saved
+
+
+async def test_a_delete_landing_on_a_stop_waits_for_the_browser_to_close(harness: Harness, hold: Hold) -> None:
+    """The delete cancels the worker a second time while the stop's close saves the profile: the close is still
+    awaited, and the slot is given back only after the browser closed."""
+    gate = hold(harness)
+    record = await harness.manager.create(task("Takes long"))
+    harness.engines.scripts[record.id] = Script(blocking=True)
+    engine = await engine_of(harness, record.id)
+    stopping = asyncio.ensure_future(harness.manager.stop(record.id, StopStrategy.SESSION))
+    await saving_while(harness, engine, S.RUNNING)
+    deleting = asyncio.ensure_future(harness.manager.delete(record.id))
+    for _ in range(50):  # let the delete's cancellation reach the worker and anything it would abandon run
+        await asyncio.sleep(0)
+    assert record.id in harness.pool.leases, "the slot went while the browser was still closing"
+    assert not engine.closed
+    gate.set()
+    await asyncio.gather(stopping, deleting, return_exceptions=True)
+    assert engine.closed and engine.profile_saved
+    assert record.id not in harness.pool.leases
+    assert not harness.engines.live
