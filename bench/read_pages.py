@@ -32,6 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.read_floor import measure_floor
 from tests.e2e.agent_support import create, data_of, messages, token, wait_until_status
 from tests.fakes.llm_request import LLMRequest
 from tests.fakes.llm_script import agent_step, done, navigate, structured
@@ -61,6 +62,11 @@ def reading_phase(rows: list[dict[str, Any]]) -> float:
     return timestamp(reading[-1]) - timestamp(reading[0])
 
 
+def waves_time(server: ServerProcess, session_id: str) -> float:
+    """The seconds read_pages spent in its waves, as its own ``read`` events report them."""
+    return sum(float(data_of(m).get("seconds", 0.0)) for m in messages(server, session_id) if m["type"] == "event")
+
+
 def run_side(
     server: ServerProcess, fake: FakeProvider, site: FixtureSites, script: list[Any], latency: float
 ) -> dict[str, Any]:
@@ -82,9 +88,14 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.0, help="seconds the fake model takes per agent step")
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--iterations", type=int, default=1, help="repeat the comparison; the figures are summarised")
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also read the pages by bare CDP (bench/read_floor.py): the floor of any reader using foreground tabs",
+    )
     args = parser.parse_args()
     runs = [
-        compare(args.pages, args.latency, show=not args.markdown, single_first=bool(n % 2))
+        compare(args.pages, args.latency, show=not args.markdown, single_first=bool(n % 2), floor=args.floor)
         for n in range(max(1, args.iterations))
     ]
     if args.markdown or len(runs) > 1:
@@ -119,10 +130,32 @@ def summarise(runs: list[dict[str, Any]], pages: int, latency: float) -> None:
         )
         + " |",
     ]
+    if "floor" in runs[0]:
+        lines += floor_lines(runs)
     sys.stdout.write("\n".join(lines) + "\n")
 
 
-def compare(pages: int, latency: float, *, show: bool = True, single_first: bool = False) -> dict[str, Any]:
+def floor_lines(runs: list[dict[str, Any]]) -> list[str]:
+    """The bare-CDP floor next to read_pages' own waves, and the speed-up the phase would reach at that floor
+    (read_pages' other costs, find_links and the two agent steps, as measured)."""
+
+    def at(run: dict[str, Any], reading: float) -> float:
+        fixed = run["batched"]["phase"] - run["batched"]["waves"]
+        return float(run["single"]["phase"] / (fixed + reading))
+
+    return [
+        f"| read_pages: its waves (s) | {spread([r['batched']['waves'] for r in runs], 2)} |",
+        f"| bare-CDP floor, foreground tabs (s) | {spread([r['floor'].wall for r in runs], 2)} |",
+        f"| bare-CDP floor, Chromium CPU (s) | {spread([r['floor'].cpu for r in runs], 2)} |",
+        f"| bare-CDP, hidden tabs (not allowed by §11.2) (s) | {spread([r['hidden'].wall for r in runs], 2)} |",
+        f"| speed-up if read_pages' waves took the floor | {spread([at(r, r['floor'].wall) for r in runs])}x |",
+        f"| speed-up if they took the hidden-tab time | {spread([at(r, r['hidden'].wall) for r in runs])}x |",
+    ]
+
+
+def compare(
+    pages: int, latency: float, *, show: bool = True, single_first: bool = False, floor: bool = False
+) -> dict[str, Any]:
     """One side-by-side run: print its table (``show``) and return both sides' figures and the speed-up."""
     load = os.getloadavg()[0]
     with (
@@ -144,6 +177,7 @@ def compare(pages: int, latency: float, *, show: bool = True, single_first: bool
                 side = run_side(server, fake, site, script, latency)
                 read = json.loads((Path(home) / "data" / "sessions" / side["id"] / "pages.json").read_text())
                 side["read"] = sum(1 for page in read if page["jsonld"])
+                side["waves"] = waves_time(server, side["id"])
                 return side
 
             def single_side() -> dict[str, Any]:
@@ -163,6 +197,11 @@ def compare(pages: int, latency: float, *, show: bool = True, single_first: bool
                 single = single_side()
         finally:
             server.stop()
+        extra = (
+            {"floor": measure_floor(site, pages), "hidden": measure_floor(site, pages, foreground=False)}
+            if floor
+            else {}
+        )
     ratio = single["phase"] / batched["phase"]
     lines = [
         "| side | reading phase (s) | session wall (s) | steps | pages read |",
@@ -175,7 +214,7 @@ def compare(pages: int, latency: float, *, show: bool = True, single_first: bool
     ]
     if show:
         sys.stdout.write("\n".join(lines) + "\n")
-    return {"batched": batched, "single": single, "ratio": ratio, "load": load}
+    return {"batched": batched, "single": single, "ratio": ratio, "load": load, **extra}
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from openbrowse.agent.tools.pacing import tab_spacing
 from openbrowse.agent.tools.page_read import read_early, read_one
 from openbrowse.agent.tools.wave_tabs import WaveTabs
 from openbrowse.domain.feed import EventCategory
+from openbrowse.shielding import run_shielded
 
 if TYPE_CHECKING:
     from browser_use import Tools
@@ -121,7 +122,7 @@ class Reader:
                 following = waves[number] if number < len(waves) else []
                 upcoming = await self._wave(wave, number, len(waves), upcoming, following)
         finally:
-            await asyncio.shield(self._settle())
+            await run_shielded(self._settle())
         for url in [u for u in urls if u in self.errors]:
             if self.deadline - time.monotonic() < MIN_TIME_FOR_WAVE:
                 break
@@ -191,9 +192,10 @@ class Reader:
         summary = f"read_pages wave {number}/{total}: {ok_count} of {len(wave)} pages ok"
         if inside:
             summary += f", {inside} read inside their embedded panel"
-        summary += f" ({time.monotonic() - started:.1f}s"
+        seconds = time.monotonic() - started
+        summary += f" ({seconds:.1f}s"
         summary += f", paced {spacing * 1000:.0f}ms/tab)" if spacing else ")"
-        self._report(summary, wave=number, waves=total, ok=ok_count)
+        self._report(summary, wave=number, waves=total, ok=ok_count, seconds=round(seconds, 3))
         return upcoming
 
     def _report(self, summary: str, **data: Any) -> None:
