@@ -12,6 +12,7 @@ import contextlib
 import fcntl
 import os
 import random
+import time
 from pathlib import Path
 
 import psutil
@@ -19,6 +20,8 @@ import psutil
 from openbrowse.slots.layout import MAX_SLOT_INDEX, slot_layout
 
 LOW = 40
+WAIT_FOR_RANGE = 180.0
+RANGE_POLL = 0.5
 LOCK_DIR = Path("/tmp/openbrowse-test-slots")
 
 
@@ -70,8 +73,21 @@ def free_slot_base(count: int = 2) -> int:
     """The first of ``count`` consecutive slot indexes in 40..169 whose displays and ports are unused.
 
     A range stays reserved (by its lock files) until :func:`release_slot_base`, even while its server has not
-    started a browser yet (its ports are not listening).
+    started a browser yet (its ports are not listening). When every range is taken (other workers' servers hold
+    them), this waits for one to be given back.
     """
+    deadline = time.monotonic() + WAIT_FOR_RANGE
+    while (base := _take_free_range(count)) is None:
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"no {count} consecutive free display slots in {LOW}..{MAX_SLOT_INDEX} after {WAIT_FOR_RANGE:.0f} s; "
+                f"this process holds the ranges starting at {sorted(_handed_out)}"
+            )
+        time.sleep(RANGE_POLL)
+    return base
+
+
+def _take_free_range(count: int) -> int | None:
     listening = _listening_ports()
     candidates = list(range(LOW, MAX_SLOT_INDEX - count + 2))
     random.shuffle(candidates)
@@ -83,7 +99,7 @@ def free_slot_base(count: int = 2) -> int:
         if held is not None:
             _handed_out[base] = held
             return base
-    raise RuntimeError("no free display-slot range on this machine")
+    return None
 
 
 def release_slot_base(base: int) -> None:
