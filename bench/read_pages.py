@@ -1,6 +1,6 @@
 """read_pages against visiting the same pages one by one, both in one run of a real server.
 
-    .venv/bin/python bench/read_pages.py [--pages 48] [--markdown]
+    .venv/bin/python bench/read_pages.py [--pages 48] [--latency 0] [--iterations 1] [--no-floor] [--markdown]
 
 A real ``openbrowse serve`` subprocess (one display slot, real Xvfb + Chromium) reads a local catalog of item
 pages with JSON-LD, answered by the fake provider with zero latency (OpenAI Responses API, ``gpt-5.6-terra``):
@@ -15,6 +15,11 @@ for read_pages, distinct item URLs requested from the site for one by one). The 
 the same server, taking turns going first (the server's first session meets a cold process and browser); the
 ratio is one-by-one / read_pages. The fake model answers instantly, so a real model's
 latency (seconds per step) would widen the gap in read_pages' favour.
+
+After the two sides, each iteration reads the same pages by bare CDP (``bench/read_floor.py``: no browser-use, no
+server, the slot's Chromium command line), once in foreground tabs and once in hidden ones: read_pages' waves
+(their own seconds, from its ``read`` events) are set against that floor, and the speed-up the reading phase
+would reach if the waves took the floor's time is derived from the measured rest of the phase.
 """
 
 from __future__ import annotations
@@ -90,7 +95,8 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=1, help="repeat the comparison; the figures are summarised")
     parser.add_argument(
         "--floor",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=True,
         help="also read the pages by bare CDP (bench/read_floor.py): the floor of any reader using foreground tabs",
     )
     args = parser.parse_args()
