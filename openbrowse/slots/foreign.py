@@ -80,8 +80,15 @@ def x_display_taken(layout: SlotLayout) -> bool:
     return _lock_owner(layout) is not None or _socket_answers(layout)
 
 
-def find_blockers(layout: SlotLayout, ports: tuple[int, ...]) -> list[str]:
-    """Short descriptions of what is taken (``[]`` when the slot is free). Cheap: no ``/proc`` scan."""
+def slot_ports(layout: SlotLayout) -> tuple[int, ...]:
+    """The TCP ports a slot listens on (127.0.0.1): noVNC and CDP (x11vnc has a Unix socket only)."""
+    return (layout.novnc_port, layout.cdp_port)
+
+
+def find_blockers(layout: SlotLayout, ports: tuple[int, ...] | None = None) -> list[str]:
+    """Short descriptions of what another program holds of a slot, e.g. ``["port 9222"]`` (``[]`` when the
+    slot is free; ``ports`` default to the slot's own). Cheap: no ``/proc`` scan."""
+    ports = slot_ports(layout) if ports is None else ports
     found = [f"display {layout.display}"] if x_display_taken(layout) else []
     found += [f"port {port}" for port in ports if tcp_port_taken(port)]
     return found
@@ -106,11 +113,14 @@ def _process_name(pid: int | None) -> str:
         return f"pid {pid}"
 
 
-def describe_blockers(layout: SlotLayout, ports: tuple[int, ...]) -> str | None:
+def describe_blockers(layout: SlotLayout, ports: tuple[int, ...] | None = None) -> str | None:
     """One sentence naming every foreign holder of the slot's display and ports, or None if the slot is free.
 
-    Blocking (may scan ``/proc``); call through ``asyncio.to_thread`` on a hot path.
+    Blocking (scans ``/proc`` only when something is taken); call through ``asyncio.to_thread`` on a hot path.
     """
+    ports = slot_ports(layout) if ports is None else ports
+    if not find_blockers(layout, ports):
+        return None
     taken = [port for port in ports if tcp_port_taken(port)]
     parts: list[str] = []
     if x_display_taken(layout):

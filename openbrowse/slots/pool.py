@@ -34,14 +34,15 @@ import logging
 import shutil
 from collections import deque
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openbrowse.errors import BrowserUnavailable
 from openbrowse.shielding import run_shielded
+from openbrowse.slots.foreign import describe_blockers, find_blockers
 from openbrowse.slots.lease import LeaseScope, OnWait, ReleaseCallback, SlotLease
 from openbrowse.slots.ledger import Ledger, cleanup_leftovers
-from openbrowse.slots.slot import SCRATCH_ROOT, Slot, scratch_dir
+from openbrowse.slots.slot import Slot
+from openbrowse.slots.slot_files import remove_scratch_dirs
 from openbrowse.slots.spares import Spare, SpareKeeper
 from openbrowse.slots.vnc_access import vnc_socket_dir
 
@@ -56,13 +57,6 @@ __all__ = ["OnWait", "PoolStats", "ReleaseCallback", "SlotLease", "SlotPool"]
 logger = logging.getLogger(__name__)
 
 EVICTION_TIMEOUT = 30.0
-
-
-def remove_scratch_dirs(run_dir: Path) -> None:
-    """Chromium temp dirs a previous process of this instance left under /tmp (blocking)."""
-    pattern = scratch_dir(run_dir, 0).name.rsplit("-", 1)[0] + "-*"
-    for leftover in SCRATCH_ROOT.glob(pattern):
-        shutil.rmtree(leftover, ignore_errors=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +130,9 @@ class SlotPool:
         if not self.last_cleanup.empty:
             logger.warning("Slot start-up cleanup: %s", self.last_cleanup)
         self._open = True
-        problems = await asyncio.to_thread(lambda: {i: slot.blocker() for i, slot in enumerate(self.slots)})
+        problems = await asyncio.to_thread(
+            lambda: {i: describe_blockers(slot.layout) for i, slot in enumerate(self.slots)}
+        )
         for index, problem in problems.items():
             if problem is not None:
                 self._note_blocked(index, problem)
@@ -219,7 +215,7 @@ class SlotPool:
         """The lowest free slot no foreign program holds (taken out of the free set), or None."""
         for index in sorted(self._free):
             slot = self.slots[index]
-            taken = slot.taken()  # cheap; the owners are named (a /proc scan) only when this changes
+            taken = find_blockers(slot.layout)  # cheap; the owners are named (a /proc scan) only when this changes
             if not taken:
                 if self._blocked.pop(index, None) is not None:
                     self._taken.pop(index, None)
@@ -228,7 +224,9 @@ class SlotPool:
                 return index
             if self._taken.get(index) != taken or index not in self._blocked:
                 self._taken[index] = taken
-                self._note_blocked(index, slot.blocker() or f"Display slot {slot.index} is unusable: {taken}")
+                self._note_blocked(
+                    index, describe_blockers(slot.layout) or f"Display slot {slot.index} is unusable: {taken}"
+                )
         return None
 
     def _note_blocked(self, index: int, problem: str) -> None:

@@ -18,15 +18,13 @@ x11vnc and websockify for the first viewer, and :meth:`Slot.remove_viewer` of th
 Chromium) exits while the slot is running. x11vnc and websockify are not essential: :meth:`ensure_vnc`
 restarts them. :meth:`stop` tears down in reverse order (Chromium with TERM then KILL after 5 s, websockify,
 x11vnc, Xvfb), kills anything still carrying the slot's environment tag (Chromium's crashpad handlers run in
-their own process groups) and moves the slot's directory (the profile) aside; it is deleted in the background
-(``rmtree`` of a used profile costs 0.3 s on a ``discard``-mounted disk) and :meth:`aclose` waits for that.
+their own process groups) and hands the slot's directory to a background janitor (:mod:`.slot_files`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import shutil
 from collections.abc import Awaitable, Callable
 from enum import StrEnum
@@ -37,10 +35,11 @@ from openbrowse.errors import ProcessDied
 from openbrowse.shielding import run_shielded
 from openbrowse.slots.chromium import BrowserProcess, find_browser_binary, prepare_fresh_dir
 from openbrowse.slots.display import DisplayStack
-from openbrowse.slots.foreign import SlotBlocked, describe_blockers, find_blockers
+from openbrowse.slots.foreign import SlotBlocked, describe_blockers
 from openbrowse.slots.layout import SCREEN_HEIGHT, SCREEN_WIDTH, SlotLayout
-from openbrowse.slots.ledger import TAG_ENV, instance_id, kill_tagged, slot_tag
+from openbrowse.slots.ledger import kill_tagged, slot_tag
 from openbrowse.slots.process import ManagedProcess
+from openbrowse.slots.slot_files import DirectoryJanitor, child_environment, scratch_dir
 from openbrowse.slots.sysv_shm import remove_orphan_segments
 from openbrowse.slots.viewers import LiveViewers
 from openbrowse.slots.vnc_access import vnc_socket_dir
@@ -60,32 +59,6 @@ ESSENTIAL = frozenset({"Xvfb", "Chromium"})
 # The points of a start at which ``on_stage`` is awaited, in order (x11vnc only when the live view starts too).
 START_STAGES = ("xvfb-spawned", "xvfb-ready", "x11vnc-spawned", "chromium-spawned", "chromium-ready")
 StageHook = Callable[[str], Awaitable[None]]
-
-# What children inherit from the service's environment. API keys and other secrets stay out of Chromium's.
-INHERITED_ENV = frozenset(
-    {
-        "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "XDG_RUNTIME_DIR",
-        "FONTCONFIG_FILE", "FONTCONFIG_PATH",
-        "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
-    }
-)  # fmt: skip
-
-
-SCRATCH_ROOT = Path("/tmp")
-
-
-def scratch_dir(run_dir: Path, index: int) -> Path:
-    """Chromium's TMPDIR for one slot. Short on purpose: Chromium puts its SingletonSocket there, and a Unix
-    socket path must fit in 108 bytes. Chromium leaves ``org.chromium.*`` dirs behind when it is killed, so
-    the slot removes the whole dir at teardown."""
-    return SCRATCH_ROOT / f"openbrowse-{instance_id(run_dir)}-{index}"
-
-
-def child_environment(tag: str) -> dict[str, str]:
-    """The environment of a slot's children: a small allow-list of the service's own, plus the slot tag."""
-    env = {key: value for key, value in os.environ.items() if key in INHERITED_ENV or key.startswith("LC_")}
-    env[TAG_ENV] = tag
-    return env
 
 
 class SlotState(StrEnum):
@@ -114,8 +87,7 @@ class Slot:
         self._browser: BrowserProcess | None = None
         self._died: asyncio.Future[ProcessDied] | None = None
         self._view_only = True
-        self._janitor: asyncio.Task[None] | None = None
-        self._trash_serial = 0
+        self._janitor = DirectoryJanitor(f"slot-{index}")
         self._live = LiveViewers(f"slot-{index}", self._stop_vnc_if_idle)
 
     # -- addresses ------------------------------------------------------------------------------------------
@@ -166,24 +138,9 @@ class Slot:
     def temp_dir(self) -> Path:
         return scratch_dir(self.settings.run_dir, self.index)
 
-    @property
-    def tcp_ports(self) -> tuple[int, ...]:
-        """The TCP ports the slot listens on (127.0.0.1): noVNC and CDP."""
-        return (self.layout.novnc_port, self.layout.cdp_port)
-
-    def taken(self) -> list[str]:
-        """What of this (stopped) slot another program holds, e.g. ``["port 9222"]`` (cheap; no ``/proc`` scan)."""
-        return find_blockers(self.layout, self.tcp_ports)
-
-    def blocker(self) -> str | None:
-        """Why another program makes this (stopped) slot unusable, or None. Scans ``/proc`` when something is."""
-        if not self.taken():
-            return None
-        return describe_blockers(self.layout, self.tcp_ports)
-
     def check_not_blocked(self) -> None:
         """Raise :class:`SlotBlocked` if a foreign program holds the display or a port (it is never killed)."""
-        problem = self.blocker()
+        problem = describe_blockers(self.layout)
         if problem is not None:
             logger.error("%s", problem)
             raise SlotBlocked(problem)
@@ -406,7 +363,7 @@ class Slot:
                 if leftovers:
                     logger.debug("Slot %d: killed leftover helpers %s", self.index, leftovers)
             await asyncio.to_thread(shutil.rmtree, self.temp_dir, True)
-            self._discard_directory()
+            self._janitor.discard(self.directory)
             if self._ledger is not None:
                 self._ledger.remove_dir(self.directory)
         finally:
@@ -419,32 +376,6 @@ class Slot:
         async with self._lock:
             await self._teardown()
 
-    def _discard_directory(self) -> None:
-        """Move the slot directory out of the way now and delete it in the background.
-
-        Deleting a used profile (~200 files) takes 0.3 s on a disk mounted with ``discard``; renaming it takes
-        microseconds, so a stop hands the slot on at once. The deletion task is owned by the slot and awaited by
-        :meth:`aclose`; a process that dies first leaves the trash to the pool's start-up cleanup, which wipes
-        the whole ``slots`` directory.
-        """
-        if not self.directory.exists():
-            return
-        self._trash_serial += 1
-        trash = self.directory.with_name(f".trash-{self.directory.name}-{os.getpid()}-{self._trash_serial}")
-        try:
-            self.directory.rename(trash)
-        except OSError:
-            logger.exception("Slot %d: could not move %s aside; deleting it in place", self.index, self.directory)
-            trash = self.directory
-        previous = self._janitor
-
-        async def delete() -> None:
-            if previous is not None:
-                await previous
-            await asyncio.to_thread(shutil.rmtree, trash, True)
-
-        self._janitor = asyncio.get_running_loop().create_task(delete(), name=f"slot-{self.index}-janitor")
-
     async def stop(self) -> None:
         """Tear the processes down (shielded; idempotent); the slot can be started again afterwards.
 
@@ -456,8 +387,7 @@ class Slot:
     async def aclose(self) -> None:
         """:meth:`stop`, then wait until the old profile directories are deleted."""
         await self.stop()
-        if self._janitor is not None:
-            await run_shielded(self._janitor)
+        await self._janitor.aclose()
 
     async def __aenter__(self) -> Slot:
         await self.start()

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from openbrowse.slots.slot import scratch_dir
+from openbrowse.slots.slot_files import scratch_dir
 from tests.support.slot_range import claim_slot_base, free_slot_base, release_slot_base
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,0 +1,96 @@
+"""What a slot's children inherit and where their files go: the allow-listed environment, Chromium's scratch
+dir under /tmp, and the janitor that deletes a used slot directory (the profile) in the background.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+from pathlib import Path
+
+from openbrowse.shielding import run_shielded
+from openbrowse.slots.ledger import TAG_ENV, instance_id
+
+__all__ = [
+    "INHERITED_ENV",
+    "SCRATCH_ROOT",
+    "DirectoryJanitor",
+    "child_environment",
+    "remove_scratch_dirs",
+    "scratch_dir",
+]
+
+logger = logging.getLogger(__name__)
+
+# What children inherit from the service's environment. API keys and other secrets stay out of Chromium's.
+INHERITED_ENV = frozenset(
+    {
+        "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "XDG_RUNTIME_DIR",
+        "FONTCONFIG_FILE", "FONTCONFIG_PATH",
+        "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+    }
+)  # fmt: skip
+
+SCRATCH_ROOT = Path("/tmp")
+
+
+def scratch_dir(run_dir: Path, index: int) -> Path:
+    """Chromium's TMPDIR for one slot. Short on purpose: Chromium puts its SingletonSocket there, and a Unix
+    socket path must fit in 108 bytes. Chromium leaves ``org.chromium.*`` dirs behind when it is killed, so
+    the slot removes the whole dir at teardown."""
+    return SCRATCH_ROOT / f"openbrowse-{instance_id(run_dir)}-{index}"
+
+
+def remove_scratch_dirs(run_dir: Path) -> None:
+    """Chromium temp dirs a previous process of this instance left under /tmp (blocking)."""
+    pattern = scratch_dir(run_dir, 0).name.rsplit("-", 1)[0] + "-*"
+    for leftover in SCRATCH_ROOT.glob(pattern):
+        shutil.rmtree(leftover, ignore_errors=True)
+
+
+def child_environment(tag: str) -> dict[str, str]:
+    """The environment of a slot's children: a small allow-list of the service's own, plus the slot tag."""
+    env = {key: value for key, value in os.environ.items() if key in INHERITED_ENV or key.startswith("LC_")}
+    env[TAG_ENV] = tag
+    return env
+
+
+class DirectoryJanitor:
+    """Moves a used slot directory out of the way at once and deletes it in the background.
+
+    Deleting a used profile (~200 files) takes 0.3 s on a disk mounted with ``discard``; renaming it takes
+    microseconds, so a stop hands the slot on at once. The deletions run one after another in a task the janitor
+    owns; :meth:`aclose` waits for them. A process that dies first leaves the trash to the pool's start-up
+    cleanup, which wipes the whole ``slots`` directory.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._serial = 0
+        self._task: asyncio.Task[None] | None = None
+
+    def discard(self, directory: Path) -> None:
+        if not directory.exists():
+            return
+        self._serial += 1
+        trash = directory.with_name(f".trash-{directory.name}-{os.getpid()}-{self._serial}")
+        try:
+            directory.rename(trash)
+        except OSError:
+            logger.exception("%s: could not move %s aside; deleting it in place", self._name, directory)
+            trash = directory
+        previous = self._task
+
+        async def delete() -> None:
+            if previous is not None:
+                await previous
+            await asyncio.to_thread(shutil.rmtree, trash, True)
+
+        self._task = asyncio.get_running_loop().create_task(delete(), name=f"{self._name}-janitor")
+
+    async def aclose(self) -> None:
+        """Wait until every directory handed over so far is deleted."""
+        if self._task is not None:
+            await run_shielded(self._task)
