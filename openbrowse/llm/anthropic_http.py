@@ -26,6 +26,7 @@ from typing import Any
 
 import httpx
 
+from openbrowse import __version__
 from openbrowse.llm.parsing import UnusableOutputError
 from openbrowse.llm.provider_errors import (
     ProviderConnectionError,
@@ -39,6 +40,8 @@ from openbrowse.shielding import run_shielded
 logger = logging.getLogger(__name__)
 
 ANTHROPIC_VERSION = "2023-06-01"
+USER_AGENT = f"openbrowse/{__version__}"
+"""Sent on every Claude request, so a provider or a proxy can tell this service's calls apart."""
 MESSAGES_PATH = "/v1/messages"
 INITIAL_RETRY_DELAY_S = 0.5
 MAX_RETRY_DELAY_S = 8.0
@@ -65,6 +68,7 @@ class Endpoint:
             "accept": "application/json",
             "content-type": "application/json",
             "anthropic-version": ANTHROPIC_VERSION,
+            "user-agent": USER_AGENT,
         }
         if self.api_key:
             headers["x-api-key"] = self.api_key

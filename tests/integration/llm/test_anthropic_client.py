@@ -48,6 +48,7 @@ async def test_structured_agent_output_with_adaptive_thinking_and_cost(fake: Fak
     request = fake.requests_matching("TOKEN-A1")[0]
     assert request.path == "/v1/messages"
     assert request.headers["x-api-key"] == "sk-ant-fake"
+    assert request.headers["user-agent"].startswith("openbrowse/")
     assert "anthropic-beta" not in request.headers
     body = request.body or {}
     assert body["model"] == "claude-sonnet-5"
