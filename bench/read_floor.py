@@ -35,14 +35,13 @@ from websockets.asyncio.client import ClientConnection, connect
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.chromium_flags import tagged, wait_for, xvfb
+from bench.chromium_flags import TAG, tagged, wait_for, xvfb
 from openbrowse.config import Settings
 from openbrowse.slots.chromium import block_local_files, chromium_argv, find_browser_binary
 from openbrowse.slots.layout import slot_layout
 from tests.fakes.site import FixtureSites
 from tests.support.slot_range import free_slot_base, release_slot_base
 
-TAG = "OPENBROWSE_FLAG_BENCH"
 WAVE = 8
 READ = """new Promise(resolve => {
   const done = () => resolve({title: document.title, chars: document.body ? document.body.innerText.length : 0});
