@@ -41,6 +41,7 @@ from openbrowse.slots.layout import MAX_SLOT_INDEX, slot_layout
 from openbrowse.slots.ledger import tagged_processes
 from openbrowse.slots.probes import CdpVersionProbe
 from openbrowse.slots.slot import Slot
+from openbrowse.slots.x_files import socket_answers, x_display_taken
 
 MiB = 1024 * 1024
 
@@ -49,7 +50,7 @@ def free_index(count: int) -> int:
     listening = {c.laddr.port for c in psutil.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN}
     for base in range(100, MAX_SLOT_INDEX - count + 1):
         layouts = [slot_layout(base + i) for i in range(count)]
-        if all(not (set(lay.ports) & listening) and not lay.x_lock_path.exists() for lay in layouts):
+        if all(not (set(lay.ports) & listening) and not x_display_taken(lay) for lay in layouts):
             return base
     raise SystemExit("no free slot index")
 
@@ -195,7 +196,7 @@ async def main() -> None:
     rows: list[tuple[float, ...]] = []
     memory: dict[str, float] = {}
     try:
-        while not bare_display.x_socket_path.exists():
+        while not socket_answers(bare_display):
             await asyncio.sleep(0.01)
         await bare_chromium(settings, bare_display.display, base + 1, scratch)  # warm the page cache, untimed
         for i in range(args.iterations):

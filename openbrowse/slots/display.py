@@ -27,6 +27,7 @@ from openbrowse.slots.layout import SCREEN_DEPTH, SCREEN_HEIGHT, SCREEN_WIDTH, S
 from openbrowse.slots.probes import DisplayFdProbe, TcpPortProbe, UnixSocketProbe
 from openbrowse.slots.process import ManagedProcess, ProcessHook
 from openbrowse.slots.vnc_access import VncAccess
+from openbrowse.slots.x_files import remove_dead_x_files
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -246,9 +247,11 @@ class DisplayStack:
         self.access.remove()
 
     async def aclose(self) -> None:
-        """Stop websockify, x11vnc, then Xvfb (each shielded)."""
+        """Stop websockify, x11vnc, then Xvfb (each shielded); remove the X files a SIGKILLed Xvfb left."""
         await self.stop_vnc()
         if self.xvfb is not None:
             await self.xvfb.aclose()
+            if self.xvfb.started:
+                remove_dead_x_files(self.layout, self.xvfb.pid)
         if self._xvfb_probe is not None:
             self._xvfb_probe.close()

@@ -15,13 +15,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
-import os
 import socket
 from typing import TYPE_CHECKING
 
 import psutil
 
 from openbrowse.errors import BrowserUnavailable
+from openbrowse.slots.x_files import lock_owner, x_display_taken
 
 if TYPE_CHECKING:
     from openbrowse.slots.layout import SlotLayout
@@ -46,38 +46,6 @@ def tcp_port_taken(port: int, host: str = "127.0.0.1") -> bool:
         except OSError as exc:
             return exc.errno == errno.EADDRINUSE
     return False
-
-
-def _lock_owner(layout: SlotLayout) -> int | None:
-    """The live pid in the display's X lock file, or None (no lock, unreadable, or its writer is gone)."""
-    try:
-        pid = int(layout.x_lock_path.read_text().strip())
-    except (OSError, ValueError):
-        return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None  # a stale lock: Xvfb removes it by itself when it takes the display
-    except PermissionError:
-        return pid  # alive, another user's
-    return pid
-
-
-def _socket_answers(layout: SlotLayout) -> bool:
-    path = layout.x_socket_path
-    if not path.exists():
-        return False
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        probe.settimeout(1.0)
-        try:
-            probe.connect(str(path))
-        except OSError:
-            return False  # a dead socket file: Xvfb replaces it
-    return True
-
-
-def x_display_taken(layout: SlotLayout) -> bool:
-    return _lock_owner(layout) is not None or _socket_answers(layout)
 
 
 def slot_ports(layout: SlotLayout) -> tuple[int, ...]:
@@ -124,7 +92,7 @@ def describe_blockers(layout: SlotLayout, ports: tuple[int, ...] | None = None) 
     taken = [port for port in ports if tcp_port_taken(port)]
     parts: list[str] = []
     if x_display_taken(layout):
-        owner = _lock_owner(layout)
+        owner = lock_owner(layout)
         holder = _process_name(owner) if owner is not None else "another X server"
         parts.append(f"display {layout.display} is in use by {holder}")
     if taken:

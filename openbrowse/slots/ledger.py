@@ -40,6 +40,7 @@ import psutil
 from openbrowse.errors import ConfigError
 from openbrowse.slots.layout import slot_layout
 from openbrowse.slots.sysv_shm import remove_orphan_segments
+from openbrowse.slots.x_files import remove_dead_x_files
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
@@ -333,30 +334,11 @@ def _is_slot_program(proc: psutil.Process) -> bool:
 
 
 def remove_recorded_x_files(entries: Iterable[LedgerEntry]) -> list[str]:
-    """Remove the X lock file and socket of each display whose lock our recorded (and now dead) Xvfb wrote.
-
-    A lock holding any other pid is not ours (another X server, or a later owner of the display): left alone.
-    """
+    """Remove the X files each recorded (and now dead) Xvfb left: see :func:`remove_dead_x_files`."""
     removed: list[str] = []
     for entry in entries:
-        if entry.kind != "Xvfb":
-            continue
-        layout = slot_layout(entry.slot)
-        try:
-            holder = int(_read_text(layout.x_lock_path).strip() or "0")
-        except ValueError:
-            continue
-        if holder != entry.pid or _pid_alive(entry.pid):
-            continue
-        for path in (layout.x_lock_path, layout.x_socket_path):
-            try:
-                path.unlink()
-            except FileNotFoundError:
-                continue
-            except OSError as exc:  # e.g. PermissionError for a non-root service: report, never fail start-up
-                logger.warning("Could not remove %s left by our Xvfb: %s", path, exc)
-                continue
-            removed.append(str(path))
+        if entry.kind == "Xvfb" and not _pid_alive(entry.pid):
+            removed += remove_dead_x_files(slot_layout(entry.slot), entry.pid)
     return removed
 
 

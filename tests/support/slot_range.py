@@ -18,6 +18,7 @@ from pathlib import Path
 import psutil
 
 from openbrowse.slots.layout import MAX_SLOT_INDEX, slot_layout
+from openbrowse.slots.x_files import x_display_taken
 
 LOW = 40
 WAIT_FOR_RANGE = 180.0
@@ -33,7 +34,8 @@ def _free(index: int, listening: set[int]) -> bool:
     layout = slot_layout(index)
     if any(port in listening for port in layout.ports):
         return False
-    return not layout.x_lock_path.exists() and not layout.x_socket_path.exists()
+    # A socket file nobody answers on is what a SIGKILLed X server left (Xvfb replaces it): the display is free.
+    return not x_display_taken(layout)
 
 
 _handed_out: dict[int, list[int]] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -109,6 +110,28 @@ def test_only_an_x_lock_our_recorded_xvfb_wrote_is_removed(settings: Settings, b
             assert layout.x_lock_path.exists()
     finally:
         layout.x_lock_path.unlink(missing_ok=True)
+        layout.x_socket_path.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("answering", [False, True])
+def test_the_dead_socket_of_a_recorded_xvfb_without_a_lock_file_is_removed(base_index: int, answering: bool) -> None:
+    """Xvfb started with -displayfd writes no lock file: its socket alone is what a SIGKILL leaves behind."""
+    layout = slot_layout(base_index)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    layout.x_socket_path.parent.mkdir(mode=0o1777, exist_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(layout.x_socket_path))  # bound, then closed unless answering: a dead socket file stays
+    if answering:  # another X server took the display since: never touched
+        listener.listen()
+    else:
+        listener.close()
+    try:
+        removed = remove_recorded_x_files([LedgerEntry(dead.pid, 1.0, "Xvfb", "Xvfb", "Xvfb", base_index)])
+        assert removed == ([] if answering else [str(layout.x_socket_path)])
+        assert layout.x_socket_path.exists() is answering
+    finally:
+        listener.close()
         layout.x_socket_path.unlink(missing_ok=True)
 
 

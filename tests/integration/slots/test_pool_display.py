@@ -98,6 +98,7 @@ async def test_sigkilled_owner_leaves_nothing_behind_for_the_next_pool(settings:
         assert all(_gone(pid) for pid in info["pids"])
         assert not _listening(layout.cdp_port)
         assert not layout.x_lock_path.exists()
+        assert not layout.x_socket_path.exists()
         assert not (settings.run_dir / "slots").exists()
         async with pool.acquire("fresh") as lease:
             slot = await lease.start_browser()

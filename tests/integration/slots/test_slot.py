@@ -142,6 +142,7 @@ async def test_start_stop_ten_times_leaks_nothing(settings: Settings, base_index
     assert not slot.directory.exists()
     assert list(slot.directory.parent.iterdir()) == []
     assert not slot.layout.x_lock_path.exists()
+    assert not slot.layout.x_socket_path.exists()
 
 
 async def test_running_slot_has_one_active_tab_and_loopback_listeners(settings: Settings, base_index: int) -> None:
@@ -225,6 +226,20 @@ async def test_died_names_the_child_that_died(settings: Settings, base_index: in
         await slot.start()
         assert slot.running
         assert not slot.died.done()
+    finally:
+        await slot.aclose()
+
+
+async def test_a_sigkilled_xvfb_leaves_no_x_socket_behind(settings: Settings, base_index: int) -> None:
+    slot = Slot(settings, base_index)
+    await slot.start(vnc=False)
+    try:
+        xvfb = next(p for p in slot.processes() if p.name == "Xvfb")
+        psutil.Process(xvfb.pid).kill()
+        await asyncio.wait_for(slot.watch(), 10)
+        assert slot.layout.x_socket_path.exists()  # what SIGKILL leaves until the slot is torn down
+        await slot.stop()
+        assert not slot.layout.x_socket_path.exists()
     finally:
         await slot.aclose()
 
