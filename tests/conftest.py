@@ -11,6 +11,16 @@ from browser_use_sdk.v3 import AsyncBrowserUse
 
 from tests.support.server import ServerProcess
 
+# browser-use makes a downloads dir in the temp dir when it is imported (its default profile) and never removes
+# it; test modules import it in every worker, so the import happens here, inside a temp dir that is then removed.
+_temp_before = tempfile.tempdir
+with tempfile.TemporaryDirectory(prefix="openbrowse-tests-") as _import_temp:
+    tempfile.tempdir = _import_temp
+    try:
+        import browser_use.browser.session  # noqa: F401
+    finally:
+        tempfile.tempdir = _temp_before
+
 
 @pytest.fixture(autouse=True)
 def _restore_process_temp_dir() -> Iterator[None]:

@@ -257,10 +257,11 @@ def _kill(procs: Iterable[psutil.Process], timeout: float = 5.0) -> list[str]:
     victims: dict[int, psutil.Process] = {}
     for proc in procs:
         victims.setdefault(proc.pid, proc)
-    creators = set(victims)
+    creators: dict[int, float] = {}
     for proc in victims.values():
         with contextlib.suppress(psutil.Error):
-            creators.update(child.pid for child in proc.children(recursive=True))
+            for member in (proc, *proc.children(recursive=True)):
+                creators[member.pid] = member.create_time()
     killed: list[str] = []
     for proc in victims.values():
         killed.append(_describe(proc))

@@ -24,6 +24,7 @@ import logging
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -106,6 +107,7 @@ class ManagedProcess:
         self._on_spawn = on_spawn
         self._on_exit = on_exit
         self._popen: subprocess.Popen[bytes] | None = None
+        self._started_at = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._exit: asyncio.Future[int] | None = None
         self._out_fd: int | None = None
@@ -126,6 +128,11 @@ class ManagedProcess:
     @property
     def started(self) -> bool:
         return self._popen is not None
+
+    @property
+    def started_at(self) -> float:
+        """The wall-clock time (``time.time()``) the child was spawned; 0.0 before :meth:`start`."""
+        return self._started_at
 
     @property
     def returncode(self) -> int | None:
@@ -163,6 +170,7 @@ class ManagedProcess:
         if self._popen is not None:
             raise RuntimeError(f"{self.name} was already started")
         loop = asyncio.get_running_loop()
+        self._started_at = time.time()
         try:
             popen = subprocess.Popen(
                 self.argv,

@@ -189,7 +189,7 @@ class Slot:
         if self._ledger is not None:
             self._ledger.forget(process.pid)
         if process.returncode is not None and process.returncode < 0:  # killed: x11vnc leaves its SysV shm
-            remove_orphan_segments({process.pid})
+            remove_orphan_segments({process.pid: process.started_at})
         if process.closing or process.name not in ESSENTIAL:
             return
         if self._state is SlotState.RUNNING and self._died is not None and not self._died.done():

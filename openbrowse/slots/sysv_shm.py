@@ -7,7 +7,8 @@ attached. The host allows 4096 (``kernel.shmmni``), so after some 60 such kills 
 ``shmget: No space left on device`` and no live view starts on the machine any more.
 
 After killing or stopping a slot's processes the slot removes the segments those processes created that nobody
-is attached to, and no others.
+is attached to, and no others. Pids wrap around (32768 here): a segment counts as a creator's only if it was made
+after that process started, so an older orphan of another program whose pid the creator reused is left alone.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
-from collections.abc import Collection
+from collections.abc import Mapping
 from pathlib import Path
 
 __all__ = ["remove_orphan_segments"]
@@ -26,7 +27,7 @@ SHM_TABLE = Path("/proc/sysvipc/shm")
 IPC_RMID = 0
 
 
-def _orphans(creators: Collection[int]) -> list[int]:
+def _orphans(creators: Mapping[int, float]) -> list[int]:
     try:
         lines = SHM_TABLE.read_text().splitlines()
     except OSError:
@@ -35,25 +36,29 @@ def _orphans(creators: Collection[int]) -> list[int]:
         return []
     header = lines[0].split()
     try:
-        shmid_at, cpid_at, nattch_at = header.index("shmid"), header.index("cpid"), header.index("nattch")
+        columns = [header.index(name) for name in ("shmid", "cpid", "nattch", "ctime")]
     except ValueError:
         return []
+    shmid_at, cpid_at, nattch_at, ctime_at = columns
     found = []
     for line in lines[1:]:
         fields = line.split()
-        unused = len(fields) > max(shmid_at, cpid_at, nattch_at) and int(fields[nattch_at]) == 0
-        if unused and int(fields[cpid_at]) in creators:
+        if len(fields) <= max(columns) or int(fields[nattch_at]) != 0:
+            continue
+        started = creators.get(int(fields[cpid_at]))
+        if started is not None and int(fields[ctime_at]) + 1 >= started:  # ctime has whole seconds
             found.append(int(fields[shmid_at]))
     return found
 
 
-def remove_orphan_segments(creators: Collection[int]) -> int:
-    """Remove the SysV shm segments created by a process in ``creators`` that nobody is attached to (blocking).
+def remove_orphan_segments(creators: Mapping[int, float]) -> int:
+    """Remove the SysV shm segments that nobody is attached to and that a process in ``creators`` (pid to the
+    wall-clock time it started) made while it ran (blocking).
 
     Call it once the creators are gone. Returns how many were removed."""
     if not creators:
         return 0
-    orphans = _orphans(set(creators))
+    orphans = _orphans(creators)
     if not orphans:
         return 0
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from openbrowse.slots.sysv_shm import remove_orphan_segments
@@ -32,17 +33,32 @@ def make_segment() -> tuple[subprocess.Popen[str], int]:
 
 
 def test_segments_of_a_killed_creator_are_removed_and_others_kept() -> None:
+    started = time.time()
     victim, victim_segment = make_segment()
     bystander, bystander_segment = make_segment()
     try:
         victim.kill()
         victim.wait(10)
         assert victim_segment in segment_ids()  # the kernel keeps it: nobody marked it for removal
-        assert remove_orphan_segments({victim.pid}) == 1
+        assert remove_orphan_segments({victim.pid: started}) == 1
         assert victim_segment not in segment_ids()
         assert bystander_segment in segment_ids()
     finally:
         bystander.kill()
         bystander.wait(10)
-        remove_orphan_segments({bystander.pid})
+        remove_orphan_segments({bystander.pid: started})
     assert bystander_segment not in segment_ids()
+
+
+def test_an_older_orphan_under_a_reused_pid_is_not_taken_for_the_creators() -> None:
+    """Pids wrap around: a process that got a dead program's pid did not make that program's segments."""
+    older, segment = make_segment()
+    try:
+        older.kill()
+        older.wait(10)
+        reused_at = time.time() + 5  # a later process with the same pid
+        assert remove_orphan_segments({older.pid: reused_at}) == 0
+        assert segment in segment_ids()
+    finally:
+        remove_orphan_segments({older.pid: 0.0})
+    assert segment not in segment_ids()

@@ -43,6 +43,7 @@ def test_app_claude_model_and_agent_do_not_import_the_sdk(tmp_path: Path) -> Non
         "BROWSER_USE_CLOUD_SYNC": "false",
         "BROWSER_USE_SETUP_LOGGING": "false",
         "PYTHONPATH": str(Path(__file__).resolve().parents[3]),
+        "TMPDIR": str(tmp_path),  # browser-use makes a downloads and an agent dir in the temp dir: keep them here
     }
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180, check=False
