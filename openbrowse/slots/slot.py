@@ -89,6 +89,9 @@ class Slot:
         self._view_only = True
         self._janitor = DirectoryJanitor(f"slot-{index}")
         self._live = LiveViewers(f"slot-{index}", self._stop_vnc_if_idle)
+        self._killed_creators: dict[int, float] = {}
+        """Children that were killed (pid to start time): the SysV segments they made may stay attached by Xvfb
+        for a moment after they are reaped, so they are swept again on each later kill and once Xvfb is gone."""
 
     # -- addresses ------------------------------------------------------------------------------------------
     @property
@@ -189,7 +192,8 @@ class Slot:
         if self._ledger is not None:
             self._ledger.forget(process.pid)
         if process.returncode is not None and process.returncode < 0:  # killed: x11vnc leaves its SysV shm
-            remove_orphan_segments({process.pid: process.started_at})
+            self._killed_creators[process.pid] = process.started_at
+            remove_orphan_segments(self._killed_creators)
         if process.closing or process.name not in ESSENTIAL:
             return
         if self._state is SlotState.RUNNING and self._died is not None and not self._died.done():
@@ -362,6 +366,9 @@ class Slot:
             else:
                 if leftovers:
                     logger.debug("Slot %d: killed leftover helpers %s", self.index, leftovers)
+            if self._killed_creators:  # Xvfb is gone: nothing holds their segments any more
+                await asyncio.to_thread(remove_orphan_segments, dict(self._killed_creators))
+                self._killed_creators.clear()
             await asyncio.to_thread(shutil.rmtree, self.temp_dir, True)
             self._janitor.discard(self.directory)
             if self._ledger is not None:

@@ -25,6 +25,8 @@ logger = logging.getLogger(__name__)
 
 SHM_TABLE = Path("/proc/sysvipc/shm")
 IPC_RMID = 0
+CLOCK_SLACK = 2
+"""Seconds: a segment's ctime has whole seconds, and psutil's start times can be off by up to one."""
 
 
 def _orphans(creators: Mapping[int, float]) -> list[int]:
@@ -46,7 +48,7 @@ def _orphans(creators: Mapping[int, float]) -> list[int]:
         if len(fields) <= max(columns) or int(fields[nattch_at]) != 0:
             continue
         started = creators.get(int(fields[cpid_at]))
-        if started is not None and int(fields[ctime_at]) + 1 >= started:  # ctime has whole seconds
+        if started is not None and int(fields[ctime_at]) + CLOCK_SLACK >= started:
             found.append(int(fields[shmid_at]))
     return found
 
