@@ -40,7 +40,7 @@ from openbrowse.slots.layout import SCREEN_HEIGHT, SCREEN_WIDTH, SlotLayout
 from openbrowse.slots.ledger import kill_tagged, slot_tag
 from openbrowse.slots.process import ManagedProcess
 from openbrowse.slots.slot_files import DirectoryJanitor, child_environment, scratch_dir
-from openbrowse.slots.sysv_shm import remove_orphan_segments
+from openbrowse.slots.sysv_shm import KilledCreators, remove_orphan_segments
 from openbrowse.slots.viewers import LiveViewers
 from openbrowse.slots.vnc_access import vnc_socket_dir
 
@@ -89,9 +89,7 @@ class Slot:
         self._view_only = True
         self._janitor = DirectoryJanitor(f"slot-{index}")
         self._live = LiveViewers(f"slot-{index}", self._stop_vnc_if_idle)
-        self._killed_creators: dict[int, float] = {}
-        """Children that were killed (pid to start time): the SysV segments they made may stay attached by Xvfb
-        for a moment after they are reaped, so they are swept again on each later kill and once Xvfb is gone."""
+        self._killed = KilledCreators()
 
     # -- addresses ------------------------------------------------------------------------------------------
     @property
@@ -192,8 +190,7 @@ class Slot:
         if self._ledger is not None:
             self._ledger.forget(process.pid)
         if process.returncode is not None and process.returncode < 0:  # killed: x11vnc leaves its SysV shm
-            self._killed_creators[process.pid] = process.started_at
-            remove_orphan_segments(self._killed_creators)
+            self._killed.killed(process.pid, process.started_at)
         if process.closing or process.name not in ESSENTIAL:
             return
         if self._state is SlotState.RUNNING and self._died is not None and not self._died.done():
@@ -366,9 +363,7 @@ class Slot:
             else:
                 if leftovers:
                     logger.debug("Slot %d: killed leftover helpers %s", self.index, leftovers)
-            if self._killed_creators:  # Xvfb is gone: nothing holds their segments any more
-                await asyncio.to_thread(remove_orphan_segments, dict(self._killed_creators))
-                self._killed_creators.clear()
+            await asyncio.to_thread(remove_orphan_segments, self._killed.take())  # Xvfb is gone: none is held
             await asyncio.to_thread(shutil.rmtree, self.temp_dir, True)
             self._janitor.discard(self.directory)
             if self._ledger is not None:

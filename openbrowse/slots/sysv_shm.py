@@ -19,7 +19,7 @@ import logging
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["remove_orphan_segments"]
+__all__ = ["KilledCreators", "remove_orphan_segments"]
 
 logger = logging.getLogger(__name__)
 
@@ -71,3 +71,25 @@ def remove_orphan_segments(creators: Mapping[int, float]) -> int:
     if removed:
         logger.info("Removed %d shared memory segment(s) left by killed slot processes", removed)
     return removed
+
+
+class KilledCreators:
+    """The killed children of one slot, kept until the slot's Xvfb is gone.
+
+    x11vnc hands its segments to the X server (MIT-SHM), so Xvfb may still hold them for a moment after a killed
+    x11vnc is reaped; a sweep at that moment skips them (attached). They are swept again on every later kill and
+    once more after Xvfb has stopped, when nothing can hold them any more.
+    """
+
+    def __init__(self) -> None:
+        self._started: dict[int, float] = {}
+
+    def killed(self, pid: int, started_at: float) -> None:
+        """Record a killed child and sweep every recorded one (blocking, one read of ``/proc``)."""
+        self._started[pid] = started_at
+        remove_orphan_segments(self._started)
+
+    def take(self) -> dict[int, float]:
+        """Every recorded child, forgotten here: sweep them with :func:`remove_orphan_segments` once Xvfb is gone."""
+        taken, self._started = self._started, {}
+        return taken

@@ -7,13 +7,22 @@ import sys
 import time
 from pathlib import Path
 
-from openbrowse.slots.sysv_shm import remove_orphan_segments
+from openbrowse.slots.sysv_shm import KilledCreators, remove_orphan_segments
 
 MAKE_SEGMENT = """
 import ctypes, sys, time
 libc = ctypes.CDLL("libc.so.6")
 shmid = libc.shmget(0, 4096, 0o1000 | 0o600)  # IPC_PRIVATE, IPC_CREAT
 print(shmid, flush=True)
+time.sleep(600)
+"""
+
+ATTACH_SEGMENT = """
+import ctypes, sys, time
+libc = ctypes.CDLL("libc.so.6")
+libc.shmat.restype = ctypes.c_void_p
+assert libc.shmat(int(sys.argv[1]), None, 0) not in (None, ctypes.c_void_p(-1).value)
+print("attached", flush=True)
 time.sleep(600)
 """
 
@@ -62,3 +71,28 @@ def test_an_older_orphan_under_a_reused_pid_is_not_taken_for_the_creators() -> N
     finally:
         remove_orphan_segments({older.pid: 0.0})
     assert segment not in segment_ids()
+
+
+def test_a_segment_still_held_when_its_creator_is_reaped_is_swept_once_the_holder_is_gone() -> None:
+    """What x11vnc and Xvfb do: the X server holds the killed x11vnc's segments for a moment after it is reaped."""
+    started = time.time()
+    creator, segment = make_segment()
+    holder = subprocess.Popen([sys.executable, "-c", ATTACH_SEGMENT, str(segment)], stdout=subprocess.PIPE, text=True)
+    killed = KilledCreators()
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "attached"
+        creator.kill()
+        creator.wait(10)
+        killed.killed(creator.pid, started)
+        assert segment in segment_ids()  # attached by the holder: not an orphan yet
+        holder.kill()
+        holder.wait(10)
+        assert segment in segment_ids()  # nobody marked it for removal: it would stay for good
+        assert remove_orphan_segments(killed.take()) == 1
+        assert segment not in segment_ids()
+        assert killed.take() == {}
+    finally:
+        for child in (creator, holder):
+            child.kill()
+            child.wait(10)
+        remove_orphan_segments({creator.pid: 0.0})
