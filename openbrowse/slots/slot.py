@@ -363,7 +363,8 @@ class Slot:
             else:
                 if leftovers:
                     logger.debug("Slot %d: killed leftover helpers %s", self.index, leftovers)
-            await asyncio.to_thread(remove_orphan_segments, self._killed.take())  # Xvfb is gone: none is held
+            if killed := self._killed.take():  # Xvfb is gone: nothing holds their segments any more
+                await asyncio.to_thread(remove_orphan_segments, killed)
             await asyncio.to_thread(shutil.rmtree, self.temp_dir, True)
             self._janitor.discard(self.directory)
             if self._ledger is not None:
