@@ -112,12 +112,27 @@ class Settings(BaseSettings):
     """First slot index. Raise it to run a second instance on a host where another one already uses display
     :10 and ports 5910/6080/9222."""
 
-    NETWORK_POLICY: Literal["open", "public-only"] = "open"
-    """``public-only`` also refuses loopback and private addresses (fetches and navigation); metadata and
-    link-local addresses are refused for fetches in both modes (spec §19.2)."""
+    NETWORK_POLICY: Literal["open", "public-only"] = "public-only"
+    """``public-only`` (default) refuses loopback, private, link-local and unspecified addresses for every way out of
+    a slot and for ``http_fetch``; ``open`` allows them. Both always refuse cloud metadata, link-local addresses,
+    this service's own port and every slot's endpoints (spec §19.2)."""
     NETWORK_ALLOWED_HOSTS: str | None = None
     """Holes in ``public-only``: host names with ``*`` wildcards, IP literals or CIDR blocks, comma-separated.
     Distinct from ``ALLOWED_HOSTS`` (the HTTP ``Host`` allow-list)."""
+
+    ALLOW_UNSANDBOXED: bool = False
+    """Run slots without the per-slot sandbox (own uid, namespaces, cgroup limits) where the kernel refuses it.
+    Development only: a hostile page can then reach the host (spec §24.2)."""
+    SANDBOX_UID_BASE: int = Field(default=61000, ge=1000, le=2**31 - 2 - LAST_SLOT_INDEX)
+    """Slot ``i`` runs its sandboxed processes as uid and gid ``SANDBOX_UID_BASE + i`` (no passwd entry needed)."""
+    SLOT_MEMORY_MB: int = Field(default=2048, ge=256)
+    """Memory cap of one slot's sandbox (browser, display and scripts) in MiB (spec §24.5)."""
+    SLOT_CPU: float = Field(default=1.0, gt=0)
+    """CPU cap of one slot's sandbox in cores (spec §24.5)."""
+    SLOT_PIDS: int = Field(default=512, ge=64)
+    """Most processes and threads one slot's sandbox may hold (spec §24.5)."""
+    SLOT_DISK_MB: int = Field(default=1024, ge=16)
+    """Disk cap of one slot's writable area (profile copy, downloads, uploads, scratch) in MiB (spec §24.5)."""
 
     CHROME_LIGHT_FLAGS: bool = False
     CHROME_BINARY: str | None = None

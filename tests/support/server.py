@@ -89,6 +89,8 @@ class ServerProcess:
                 # Most tests count browsers at idle; the tests of warm spares turn them on. TEST_PREWARM_SLOTS=1
                 # runs a whole test file with spares (e.g. the profile tests, whose runs then start warm).
                 "PREWARM_SLOTS": os.environ.get("TEST_PREWARM_SLOTS", "0"),
+                # The fixture sites are on loopback; the tests of the public-only default say so themselves.
+                "NETWORK_POLICY": "open",
             }
         )
         env.update(self.env)
