@@ -1,6 +1,11 @@
 # OpenBrowse in a container: Debian 12 with the same packages `make run` installs.
 #   docker build -t openbrowse .
-#   docker run -p 8420:8420 -e API_KEY=change-me -e OPENAI_API_KEY=... -v openbrowse-data:/app/data openbrowse
+#   docker run -p 8420:8420 -e API_KEY=change-me -e DASHBOARD_PASSWORD=... -e OPENAI_API_KEY=... \
+#     --cap-add SYS_ADMIN --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
+#     -v openbrowse-data:/app/data openbrowse
+# The server runs as root inside the container so it can build each slot's sandbox (namespaces, a uid of its own,
+# cgroup caps: spec §24.2); the three --cap-add/--security-opt flags let it create namespaces. Without them sessions
+# refuse to start and name ALLOW_UNSANDBOXED=1 (development only).
 FROM python:3.11-slim-bookworm
 
 ENV DEBIAN_FRONTEND=noninteractive \
@@ -10,19 +15,17 @@ ENV DEBIAN_FRONTEND=noninteractive \
 
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      chromium xvfb x11vnc websockify novnc fonts-dejavu-core fonts-liberation curl \
+      chromium xvfb x11vnc websockify novnc fonts-dejavu-core fonts-liberation bubblewrap socat curl \
  && rm -rf /var/lib/apt/lists/*
 
-RUN useradd --create-home --uid 1000 openbrowse
 WORKDIR /app
 
 # Dependencies first (cached layer), then the source.
 COPY pyproject.toml requirements.lock README.md ./
 RUN pip install --no-cache-dir --require-hashes -r requirements.lock
 COPY openbrowse openbrowse
-RUN pip install --no-cache-dir --no-deps . && mkdir -p /app/data && chown -R openbrowse /app/data
+RUN pip install --no-cache-dir --no-deps . && mkdir -p /app/data && chmod 0700 /app/data
 
-USER openbrowse
 ENV OPENBROWSE_HOME=/app HOST=0.0.0.0 PORT=8420
 VOLUME ["/app/data"]
 EXPOSE 8420

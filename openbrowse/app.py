@@ -30,6 +30,7 @@ from openbrowse.sessions.browsers import BrowserService
 from openbrowse.sessions.live import LiveTargets
 from openbrowse.sessions.manager import SessionManager
 from openbrowse.sessions.runtime import EngineLoader, WorkerRuntime
+from openbrowse.slots.confinement import report_sandbox
 from openbrowse.slots.pool import SlotPool
 from openbrowse.store.browsers import BrowserRepo
 from openbrowse.store.db import Database
@@ -73,6 +74,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         async with AsyncExitStack() as stack:
             app.state.loop_lag = await stack.enter_async_context(LoopLagMonitor())
+            app.state.sandbox_problem = await asyncio.to_thread(report_sandbox, settings)
             db = await stack.enter_async_context(Database(settings.db_path))
             session_repo = SessionRepo(db)
             feed_repo = FeedRepo(db)

@@ -12,6 +12,7 @@ OpenBrowseError
 ├── ProcessError                a supervised child process misbehaved
 │   ├── ProcessStartError       it could not be spawned or never became ready (stderr tail attached)
 │   └── ProcessDied             it exited while it was supposed to be running
+│       └── ResourceLimitExceeded  a slot's sandbox went over a cap (memory twice, or disk)
 └── BrowserUnavailable          no usable Chromium binary, or the browser could not be launched
 """
 
@@ -30,6 +31,7 @@ __all__ = [
     "ProcessError",
     "ProcessStartError",
     "ProfileNotFound",
+    "ResourceLimitExceeded",
     "SessionNotFound",
 ]
 
@@ -120,6 +122,18 @@ class ProcessDied(ProcessError):
         super().__init__(f"{name} exited unexpectedly (exit code {returncode})")
         self.name = name
         self.returncode = returncode
+
+
+class ResourceLimitExceeded(ProcessDied):
+    """A slot's sandbox went over one of its caps (spec §24.5): ``limit`` is ``memory`` or ``disk``."""
+
+    code = "resource_limit"
+
+    def __init__(self, limit: str, cap: str, detail: str) -> None:
+        OpenBrowseError.__init__(self, f"The browser sandbox went over its {limit} cap of {cap}: {detail}.")
+        self.name = "sandbox"
+        self.returncode = None
+        self.limit = limit
 
 
 class BrowserUnavailable(OpenBrowseError):

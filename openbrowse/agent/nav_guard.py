@@ -27,7 +27,7 @@ import httpx
 import websockets
 from websockets.asyncio.client import ClientConnection
 
-from openbrowse.agent.netpolicy import NetworkRefused, NetworkRules
+from openbrowse.network.policy import NetworkRefused, NetworkRules
 from openbrowse.shielding import run_shielded
 
 logger = logging.getLogger(__name__)

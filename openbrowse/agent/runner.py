@@ -23,7 +23,6 @@ from openbrowse.agent.capsolver import CapSolverSettings
 from openbrowse.agent.chat import AgentCallLog, AgentChatModel
 from openbrowse.agent.code_stream import CodeStreamer
 from openbrowse.agent.lean_state import LeanState
-from openbrowse.agent.netpolicy import NetworkRules
 from openbrowse.agent.prompts import MAX_ACTIONS_PER_STEP, system_prompt
 from openbrowse.agent.review_loop import ReviewLoop
 from openbrowse.agent.run_feed import RunFeed
@@ -39,12 +38,15 @@ from openbrowse.agent.tools.solve_captcha import CaptchaSolver
 from openbrowse.agent.turn_end import TurnEnd
 from openbrowse.agent.turn_history import TurnHistory
 from openbrowse.domain.activity import NO_ACTIVITY, ActivityKind, ActivityReporter
+from openbrowse.domain.browser_folders import BrowserFolders
 from openbrowse.domain.failures import FailureKind
 from openbrowse.domain.feed import EventCategory, FeedSink, MessageType
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.money import format_usd
 from openbrowse.domain.runs import Salvage, TurnOutcome
+from openbrowse.domain.scripts import ScriptRunner
 from openbrowse.llm.failures import classify, is_provider_failure
+from openbrowse.network.policy import NetworkRules
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +89,8 @@ class RunSpec:
     captcha: CapSolverSettings | None = None
     codeview_url: str | None = None
     """This server's code tab page (spec §11.3); None shows code in the activity stream and feed only."""
+    browser_folders: BrowserFolders | None = None
+    """The slot's ``uploads/`` and ``downloads/`` (``upload_file`` stages files there, spec §24.6)."""
 
     @property
     def captcha_solver(self) -> bool:
@@ -124,8 +128,10 @@ class AgentRunner:
         *,
         activity: ActivityReporter = NO_ACTIVITY,
         judge_llm: BaseChatModel | None = None,
+        scripts: ScriptRunner | None = None,
     ) -> None:
         self._spec = spec
+        self._scripts = scripts
         self._browser = browser_session
         self._feed = RunFeed(spec.session_id, sink)
         self._log = AgentCallLog()
@@ -251,6 +257,8 @@ class AgentRunner:
                 captcha=self._captcha,
                 store=self._structured.store,
                 code_view=self._code,
+                browser_folders=self._spec.browser_folders,
+                scripts=self._scripts,
             ),
             before_guard=[lambda registry: self._structured.register(registry, self._gate_event)],
         )

@@ -1,7 +1,7 @@
 """One server-side HTTP request under the network policy: every hop checked, every connection pinned.
 
 The client never follows redirects or resolves names itself: each hop is parsed and resolved by
-:mod:`openbrowse.agent.netpolicy`, and the connection goes to the very address that was checked (the name rides
+:mod:`openbrowse.network.policy`, and the connection goes to the very address that was checked (the name rides
 in the ``Host`` header and TLS SNI), so a DNS answer that changes between check and connect cannot slip through.
 Used by ``http_fetch`` and, later, the sandbox's ``fetch()``.
 """
@@ -14,7 +14,7 @@ from urllib.parse import urljoin
 
 import httpx
 
-from openbrowse.agent.netpolicy import IPAddress, NetworkRefused, NetworkRules, Target, url_for
+from openbrowse.network.policy import IPAddress, NetworkRefused, NetworkRules, Target, url_for
 
 FETCH_TIMEOUT = 30.0
 MAX_REDIRECTS = 10

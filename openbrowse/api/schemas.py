@@ -212,6 +212,12 @@ class SparesView(WireModel):
     slots: list[SlotUseView]
 
 
+class SandboxView(WireModel):
+    enabled: bool
+    problem: str | None = None
+    warning: str | None = None
+
+
 class HealthDetailsView(WireModel):
     status: str = "ok"
     version: str
@@ -231,3 +237,5 @@ class HealthDetailsView(WireModel):
     slots: list[SlotUseView] | None = None
     """The slots of sessions and raw browsers (spares are listed under ``spares`` only)."""
     spares: SparesView | None = None
+    sandbox: SandboxView | None = None
+    """Whether slots run in their sandbox (spec §24.2), and why not when they cannot."""

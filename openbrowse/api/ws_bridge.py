@@ -7,6 +7,10 @@ size limit on the upstream side (CDP messages reach tens of MB). Client messages
 checked before a handshake is accepted (:func:`deny_websocket`). Either side closing ends both: the two pump
 tasks are owned here, the survivor is cancelled and both are awaited before :func:`bridge` returns, so nothing
 outlives the connection.
+
+A route may ``screen`` client messages (raw browsers' CDP: :mod:`openbrowse.api.cdp_filter`): each one is
+forwarded as the screen says, possibly rewritten, or answered to the client and dropped. A ``greeting`` is one
+call made upstream before the client is heard, its answer kept from the client.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from starlette.responses import Response
 from starlette.websockets import WebSocket, WebSocketDisconnect, WebSocketDisconnected, WebSocketState
@@ -29,6 +34,8 @@ __all__ = [
     "CLOSE_POLICY",
     "CLOSE_TOO_BIG",
     "CLOSE_UNAVAILABLE",
+    "ClientScreen",
+    "Screened",
     "bridge",
     "close_quietly",
     "deny_websocket",
@@ -46,6 +53,19 @@ CLOSE_UNAVAILABLE = 1011  # nothing to connect to (no display, VNC or browser un
 OPEN_TIMEOUT = 10.0
 CLOSE_TIMEOUT = 2.0
 _UNSENDABLE = {1005, 1006, 1015}  # reserved codes that describe a close but may not be sent in one
+
+
+class Screened(Protocol):
+    """A screen's verdict on one client message: what to send upstream, and what to answer the client."""
+
+    @property
+    def forward(self) -> bytes | str | None: ...
+
+    @property
+    def reply(self) -> str | None: ...
+
+
+ClientScreen = Callable[[bytes | str], Screened]
 
 
 def offered_subprotocol(websocket: WebSocket, name: str) -> str | None:
@@ -73,10 +93,19 @@ async def close_quietly(websocket: WebSocket, code: int, reason: str = "") -> No
         await websocket.close(code=code, reason=reason[:120])
 
 
-async def bridge(client: WebSocket, upstream_url: str, *, max_message: int, subprotocol: str | None = None) -> None:
+async def bridge(
+    client: WebSocket,
+    upstream_url: str,
+    *,
+    max_message: int,
+    subprotocol: str | None = None,
+    screen: ClientScreen | None = None,
+    greeting: str | None = None,
+) -> None:
     """Join the **accepted** ``client`` to ``upstream_url`` until either side closes, then close both.
 
-    A client message larger than ``max_message`` bytes ends the bridge with close code 1009.
+    A client message larger than ``max_message`` bytes ends the bridge with close code 1009. ``screen`` judges
+    every client message (after the size check); ``greeting`` is sent upstream first and its answer swallowed.
     """
     try:
         upstream = await connect(
@@ -98,17 +127,36 @@ async def bridge(client: WebSocket, upstream_url: str, *, max_message: int, subp
         return
     code = CLOSE_NORMAL
     try:
-        code = await _pump_both(client, upstream, max_message)
+        if greeting is not None and not await _greet(upstream, greeting):
+            code = CLOSE_UNAVAILABLE
+            return
+        code = await _pump_both(client, upstream, max_message, screen)
     finally:
         with contextlib.suppress(Exception):
             await run_shielded(upstream.close())
         await close_quietly(client, code)
 
 
-async def _pump_both(client: WebSocket, upstream: ClientConnection, max_message: int) -> int:
+async def _greet(upstream: ClientConnection, greeting: str) -> bool:
+    """Send ``greeting`` and wait for its answer (nothing else was asked yet, so the next message is it)."""
+    try:
+        await upstream.send(greeting)
+        answer = await asyncio.wait_for(upstream.recv(), OPEN_TIMEOUT)
+    except (ConnectionClosed, TimeoutError) as exc:
+        logger.warning("Upstream did not answer the bridge's greeting: %r", exc)
+        return False
+    if '"error"' in (answer if isinstance(answer, str) else answer.decode("utf-8", "replace")):
+        logger.warning("Upstream refused the bridge's greeting: %.300s", answer)
+    return True
+
+
+async def _pump_both(
+    client: WebSocket, upstream: ClientConnection, max_message: int, screen: ClientScreen | None
+) -> int:
     """Run both directions until one ends; return the close code to give the client."""
-    outbound = asyncio.ensure_future(_client_to_upstream(client, upstream, max_message))
-    tasks = [outbound, asyncio.ensure_future(_upstream_to_client(upstream, client))]
+    sending = asyncio.Lock()  # both directions may write to the client: a screen's answer and upstream's frames
+    outbound = asyncio.ensure_future(_client_to_upstream(client, upstream, max_message, screen, sending))
+    tasks = [outbound, asyncio.ensure_future(_upstream_to_client(upstream, client, sending))]
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -132,7 +180,9 @@ def _too_big(message: bytes | str, limit: int) -> bool:
     return len(message) * 4 > limit and len(message.encode("utf-8")) > limit
 
 
-async def _client_to_upstream(client: WebSocket, upstream: ClientConnection, max_message: int) -> int | None:
+async def _client_to_upstream(
+    client: WebSocket, upstream: ClientConnection, max_message: int, screen: ClientScreen | None, sending: asyncio.Lock
+) -> int | None:
     """Forward client frames; return 1009 if one is too big for this route, None when the client leaves."""
     try:
         while True:
@@ -147,18 +197,27 @@ async def _client_to_upstream(client: WebSocket, upstream: ClientConnection, max
             if _too_big(payload, max_message):
                 logger.info("Closed a bridge: a client message exceeded %d bytes", max_message)
                 return CLOSE_TOO_BIG
+            if screen is not None:
+                verdict = screen(payload)
+                if verdict.reply is not None:
+                    async with sending:
+                        await client.send_text(verdict.reply)
+                payload = verdict.forward
+                if payload is None:
+                    continue
             await upstream.send(payload)
     except (ConnectionClosed, WebSocketDisconnect, WebSocketDisconnected) as exc:
         logger.debug("Bridge client→upstream ended: %r", exc)
     return None
 
 
-async def _upstream_to_client(upstream: ClientConnection, client: WebSocket) -> None:
+async def _upstream_to_client(upstream: ClientConnection, client: WebSocket, sending: asyncio.Lock) -> None:
     try:
         async for message in upstream:
-            if isinstance(message, bytes):
-                await client.send_bytes(message)
-            else:
-                await client.send_text(message)
+            async with sending:
+                if isinstance(message, bytes):
+                    await client.send_bytes(message)
+                else:
+                    await client.send_text(message)
     except (ConnectionClosed, WebSocketDisconnect, WebSocketDisconnected) as exc:
         logger.debug("Bridge upstream→client ended: %r", exc)

@@ -16,6 +16,7 @@ class FailureKind(StrEnum):
     PROVIDER_ERROR = "provider_error"
     INVALID_OUTPUT = "invalid_output"
     AGENT_FAILURE = "agent_failure"
+    RESOURCE_LIMIT = "resource_limit"
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ class EventCategory(StrEnum):
     JUDGE = "judge"
     CAPTCHA = "captcha"
     SYSTEM = "system"
+    NETWORK = "network"
 
 
 EVENT_SUMMARY_LIMIT = 200

@@ -26,6 +26,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Protocol
 
+from openbrowse.domain.browser_folders import BrowserFolders
 from openbrowse.domain.browsers import (
     DEFAULT_TIMEOUT_MINUTES,
     BrowserRecord,
@@ -55,6 +56,12 @@ class BrowserSlot(LiveSlot, Protocol):
 
     @property
     def cdp_ws_url(self) -> str: ...
+
+    @property
+    def uploads_dir(self) -> Path: ...
+
+    @property
+    def downloads_dir(self) -> Path: ...
 
     async def watch(self) -> BaseException: ...
 
@@ -88,10 +95,11 @@ class BrowserRequest:
 
 @dataclass(frozen=True, slots=True)
 class CdpEndpoint:
-    """Where the browser's own DevTools endpoint listens (loopback only)."""
+    """Where the browser's own DevTools endpoint listens (loopback only), and the folders its files may use."""
 
     ws_url: str
     http_url: str
+    folders: BrowserFolders
 
 
 class _Running:
@@ -224,7 +232,8 @@ class BrowserService:
             ws_url = slot.cdp_ws_url
         except RuntimeError as exc:  # the slot went away (crash, timeout, stop) while the record was active
             raise BrowserUnavailable("The browser is no longer running") from exc
-        return CdpEndpoint(ws_url=ws_url, http_url=slot.cdp_url)
+        folders = BrowserFolders(uploads=slot.uploads_dir, downloads=slot.downloads_dir)
+        return CdpEndpoint(ws_url=ws_url, http_url=slot.cdp_url, folders=folders)
 
     # -- the browser task --------------------------------------------------------------------------------------
     def _forget(self, browser: _Running) -> None:
@@ -237,6 +246,7 @@ class BrowserService:
         try:
             lease = await self._pool.lease(f"browser {browser.id}")
             slot = await lease.start_browser(vnc=False, window_size=browser.request.window_size)
+            await asyncio.to_thread(BrowserFolders(uploads=slot.uploads_dir, downloads=slot.downloads_dir).ensure)
             browser.profile = await self._load_profile(browser, slot)
             record = await self._insert(browser)
             browser.slot = slot

@@ -29,6 +29,7 @@ from openbrowse.memory import trim_malloc
 from openbrowse.profiles.jar import Jar
 from openbrowse.profiles.service import MergeReport, ProfileService
 from openbrowse.sessions.loop_thread import LoopThread, post_to, run_on
+from openbrowse.sessions.scripts import HomeScriptHost
 from openbrowse.shielding import run_shielded
 from openbrowse.store.feed import FeedRepo
 from openbrowse.store.sessions import SessionRepo
@@ -135,6 +136,20 @@ class HomeSlot:
     async def watch(self) -> ProcessDied:
         died: ProcessDied = await self._home.call(self._slot.watch)
         return died
+
+    @property
+    def uploads_dir(self) -> Path:
+        return Path(self._slot.uploads_dir)  # a fixed path: no need to ask the API loop
+
+    @property
+    def downloads_dir(self) -> Path:
+        return Path(self._slot.downloads_dir)
+
+    @property
+    def script_host(self) -> HomeScriptHost | None:
+        """The slot's own script host, reached on the API loop (None while the slot has none)."""
+        host = getattr(self._slot, "script_host", None)
+        return None if host is None else HomeScriptHost(self._home, host)
 
 
 class HomeLease:

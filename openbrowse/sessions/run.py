@@ -19,7 +19,6 @@ from browser_use import BrowserSession
 
 from openbrowse.agent.capsolver import CapSolverSettings
 from openbrowse.agent.nav_guard import NavigationGuard
-from openbrowse.agent.netpolicy import NetworkRules
 from openbrowse.agent.preflight import follow_up_prompt, goal_sentence
 from openbrowse.agent.replay import replay_preamble
 from openbrowse.agent.runner import AgentRunner, RunSpec
@@ -27,6 +26,7 @@ from openbrowse.agent.temp_dir import temp_dir_inside
 from openbrowse.agent.tools.clipboard import start_url_of
 from openbrowse.config import Settings
 from openbrowse.domain.activity import NO_ACTIVITY, ActivityKind, ActivityReporter
+from openbrowse.domain.browser_folders import BrowserFolders
 from openbrowse.domain.feed import EventCategory, FeedEntry, MessageType
 from openbrowse.domain.runs import NOTHING_KEPT, Salvage, TurnOutcome
 from openbrowse.domain.sessions import SessionRecord
@@ -35,7 +35,10 @@ from openbrowse.llm.catalog import preflight_effort, resolve_model
 from openbrowse.llm.costs import CallUsage, CostLedger
 from openbrowse.llm.factory import build_chat_model
 from openbrowse.llm.metering import MeteredChatModel
+from openbrowse.network.policy import NetworkRules
 from openbrowse.sessions.profile_sync import ProfileStore, ProfileSync
+from openbrowse.sessions.scripts import SessionScripts
+from openbrowse.sessions.slot_downloads import collect_downloads, folders_of
 from openbrowse.shielding import run_shielded
 
 if TYPE_CHECKING:
@@ -93,9 +96,11 @@ class AgentEngine:
             label="judge",
         )
         self._slot: SlotEndpoints | None = None
-        self._network = NetworkRules.from_settings(settings.NETWORK_POLICY, settings.NETWORK_ALLOWED_HOSTS)
+        self._folders: BrowserFolders | None = None
+        self._network = NetworkRules.from_settings(settings)
         self._nav_guard: NavigationGuard | None = None
         self._browser: BrowserSession | None = None
+        self._scripts: SessionScripts | None = None
         self._runner: AgentRunner | None = None
         self._goal: asyncio.Task[str] | None = None
         self._previous_task: str | None = None
@@ -156,6 +161,7 @@ class AgentEngine:
         self._goal = asyncio.create_task(self._preflight(task), name=f"preflight-{self._record.id}")
         try:
             self._slot = await lease.start_browser()
+            self._folders = await folders_of(self._slot)
             if self._record.profile_id and self._profiles is not None:
                 self._profile = await ProfileSync.start(
                     self._profiles, self._record.profile_id, self._files, self._slot.cdp_ws_url, self._profile_note
@@ -164,12 +170,13 @@ class AgentEngine:
                 codeview = self._settings.codeview_url
                 exempt = frozenset({codeview}) if codeview else frozenset()
                 self._nav_guard = await NavigationGuard.start(self._slot.cdp_url, self._network, exempt)
+            self._scripts = SessionScripts.for_slot(self._slot, f"scripts-{self._record.id}")
             with temp_dir_inside(self._files):
                 self._browser = BrowserSession(
                     cdp_url=self._slot.cdp_url,
                     headless=False,
                     user_data_dir=str(self._files / "browser-use"),
-                    downloads_path=str(self._files / "downloads"),
+                    downloads_path=str(self._folders.downloads),  # Chromium sees only its slot's folders
                     cross_origin_iframes=True,
                     highlight_elements=True,
                 )
@@ -183,6 +190,7 @@ class AgentEngine:
                     captcha=self._captcha_settings(),
                     network=self._network,
                     codeview_url=self._settings.codeview_url,
+                    browser_folders=self._folders,
                 ),
                 self._browser,
                 self._agent_llm,
@@ -190,6 +198,7 @@ class AgentEngine:
                 self,
                 activity=self._activity,
                 judge_llm=self._judge_llm,
+                scripts=self._scripts,
             )
         except BaseException:
             await self._cancel_goal()
@@ -227,6 +236,7 @@ class AgentEngine:
         finally:
             with contextlib.suppress(Exception):
                 await run_shielded(self._save_costs())
+            await run_shielded(collect_downloads(self._folders, self._files))
         if self._profile is not None and (await self._sessions.get(self._record.id)).keep_alive:
             await self._profile.checkpoint()  # a parked browser's logins are saved without waiting for release
         return outcome
@@ -284,6 +294,9 @@ class AgentEngine:
     async def close(self) -> None:
         self._activity.finish()
         await self._cancel_goal()
+        scripts, self._scripts = self._scripts, None
+        if scripts is not None:
+            await scripts.aclose()  # first: a script still running must not outlive the session
         profile, self._profile = self._profile, None
         if profile is not None:
             await profile.finish()  # while CDP is still live (done already unless the run was cut short)
@@ -291,6 +304,7 @@ class AgentEngine:
         if browser is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(browser.kill(), timeout=10)
+        await collect_downloads(self._folders, self._files)  # before the slot and its directory are released
         nav_guard, self._nav_guard = self._nav_guard, None
         if nav_guard is not None:
             await nav_guard.aclose()

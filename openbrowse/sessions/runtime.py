@@ -29,6 +29,8 @@ from openbrowse.store.feed import FeedRepo
 from openbrowse.store.sessions import SessionRepo
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from openbrowse.sessions.manager import SessionManager
 
 
@@ -59,6 +61,12 @@ class SlotEndpoints(Protocol):
 
     @property
     def cdp_ws_url(self) -> str: ...
+
+    @property
+    def uploads_dir(self) -> Path: ...
+
+    @property
+    def downloads_dir(self) -> Path: ...
 
     async def watch(self) -> ProcessDied: ...
 

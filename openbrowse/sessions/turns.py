@@ -14,7 +14,7 @@ from openbrowse.domain.failures import Failure, FailureKind
 from openbrowse.domain.feed import FeedEntry, MessageType
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.runs import TurnEnding, TurnOutcome
-from openbrowse.errors import OpenBrowseError
+from openbrowse.errors import OpenBrowseError, ResourceLimitExceeded
 
 if TYPE_CHECKING:
     from openbrowse.sessions.runtime import Engine, WorkerRuntime
@@ -64,7 +64,10 @@ async def _slot_died(runtime: WorkerRuntime, session_id: SessionId, exc: BaseExc
         ending=TurnEnding.ERROR,
         summary=f"Fatal error: {message}",
         is_task_successful=False,
-        failure=Failure(FailureKind.AGENT_FAILURE, message=message),
+        failure=Failure(
+            FailureKind.RESOURCE_LIMIT if isinstance(exc, ResourceLimitExceeded) else FailureKind.AGENT_FAILURE,
+            message=message,
+        ),
         release_browser=True,
     )
 

@@ -24,9 +24,11 @@ from openbrowse.errors import SessionNotFound
 from openbrowse.logs import session_id_var
 from openbrowse.sessions.pressure import host_pressure
 from openbrowse.sessions.run_endings import EndingRecorder, Phase, Release, StopReason
+from openbrowse.sessions.sandbox_feed import SandboxFeed
 from openbrowse.sessions.states import Trigger
 from openbrowse.sessions.turns import bounded_turn
 from openbrowse.shielding import run_shielded
+from openbrowse.slots.lease import SlotLease as PoolLease
 
 if TYPE_CHECKING:
     from openbrowse.sessions.runtime import Engine, LiveSlot, SlotLease, WorkerRuntime
@@ -50,6 +52,7 @@ class SessionWorker:
         self._stop_reason: StopReason | None = None
         self._engine: Engine | None = None
         self._lease: SlotLease | None = None
+        self._sandbox_feed: SandboxFeed | None = None
         # open from a keep-alive turn's end until the worker stops waiting; resolved exactly once, by a follow-up
         # (the task to run) or by whatever ends the wait (a Release), so a hand-over cannot be half done
         self._wake: asyncio.Future[str | Release] | None = None
@@ -166,6 +169,9 @@ class SessionWorker:
                 self.phase = "closing"
                 self._end_wake(Release("Closing"))
                 await run_shielded(self._close(engine))
+                if self._sandbox_feed is not None:
+                    await run_shielded(self._sandbox_feed.detach())
+                    self._sandbox_feed = None
 
     def _start_browser_early(self, lease: SlotLease) -> asyncio.Task[object] | None:
         """The first run after a start waits for browser-use's import: start the slot's browser meanwhile.
@@ -179,6 +185,8 @@ class SessionWorker:
     async def _launch(self, engine: Engine, lease: SlotLease, task: str) -> None:
         record = await self._runtime.sessions.get(self.session_id)
         await engine.launch(lease, task)
+        if self._sandbox_feed is None and isinstance(lease, PoolLease):
+            self._sandbox_feed = SandboxFeed(lease.slot.confinement, self.session_id, self._runtime.feed)
         await self._runtime.manager.apply(
             self.session_id,
             Trigger.START,

@@ -39,9 +39,10 @@ from openbrowse.errors import BrowserUnavailable, ProcessStartError
 from openbrowse.slots.layout import SCREEN_HEIGHT, SCREEN_WIDTH
 from openbrowse.slots.probes import CdpVersionProbe, loopback_http_json
 from openbrowse.slots.process import ManagedProcess, ProcessHook
+from openbrowse.slots.sandbox import give_to
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from openbrowse.config import Settings
 
@@ -232,6 +233,11 @@ class BrowserProcess:
     on_exit: ProcessHook | None = None
     terminate_grace: float = 5.0
     ready_timeout: float = CDP_READY_TIMEOUT
+    wrap: Callable[[list[str]], list[str]] | None = None
+    """Enters the slot's sandbox (spec §24.2); Chromium then keeps its own sandbox on."""
+    owner_uid: int | None = None
+    """The sandbox uid that must own the fresh profile."""
+    extra_args: Sequence[str] = ()
     process: ManagedProcess | None = field(default=None, init=False)
     version: dict[str, Any] | None = field(default=None, init=False)
     target_id: str | None = field(default=None, init=False)
@@ -254,12 +260,16 @@ class BrowserProcess:
             user_data_dir=self.user_data_dir,
             light=self.light,
             window_size=self.window_size,
+            as_root=False if self.wrap is not None else None,
+            extra_args=self.extra_args,
         )
-        block_local_files(self.user_data_dir)
+        block_local_files(self.user_data_dir, self.user_data_dir.parent / "downloads")
+        if self.owner_uid is not None:
+            give_to(self.owner_uid, self.user_data_dir)
         env = {**self.env, "DISPLAY": self.display}
         self.process = ManagedProcess(
             "Chromium",
-            argv,
+            argv if self.wrap is None else self.wrap(argv),
             env=env,
             terminate_grace=self.terminate_grace,
             on_spawn=self.on_spawn,
@@ -280,11 +290,17 @@ class BrowserProcess:
             await self.process.aclose()
 
 
-def block_local_files(user_data_dir: Path) -> None:
-    """Seed a fresh profile with the URL blocklist that keeps ``file://`` out of the browser (blocking, tiny)."""
+def block_local_files(user_data_dir: Path, downloads_dir: Path | None = None) -> None:
+    """Seed a fresh profile with the URL blocklist that keeps ``file://`` out of the browser, and with the slot's
+    downloads folder as the default one (a CDP client that never sets a download behaviour, or whose setting ends
+    with its connection, still downloads there) (blocking, tiny)."""
     preferences = user_data_dir / "Default" / "Preferences"
     preferences.parent.mkdir(parents=True, exist_ok=True)
-    preferences.write_text(json.dumps({"policy": {"url_blocklist": list(BLOCKED_URLS)}}))
+    seed: dict[str, Any] = {"policy": {"url_blocklist": list(BLOCKED_URLS)}}
+    if downloads_dir is not None:
+        seed["download"] = {"default_directory": str(downloads_dir), "prompt_for_download": False}
+        seed["savefile"] = {"default_directory": str(downloads_dir)}
+    preferences.write_text(json.dumps(seed))
 
 
 def prepare_fresh_dir(path: Path) -> None:

@@ -20,24 +20,38 @@ import asyncio
 import logging
 import os
 import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openbrowse.errors import ProcessStartError
+from openbrowse.slots.forwarders import host_relay, inside_relay
 from openbrowse.slots.layout import SCREEN_DEPTH, SCREEN_HEIGHT, SCREEN_WIDTH, SlotLayout
-from openbrowse.slots.probes import DisplayFdProbe, TcpPortProbe, UnixSocketProbe
+from openbrowse.slots.probes import DisplayFdProbe, HttpAnswerProbe, TcpPortProbe, UnixSocketProbe
 from openbrowse.slots.process import ManagedProcess, ProcessHook
 from openbrowse.slots.vnc_access import VncAccess
 from openbrowse.slots.x_files import remove_dead_x_files
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from pathlib import Path
 
-__all__ = ["DisplayStack"]
+__all__ = ["Confinement", "DisplayStack"]
 
 logger = logging.getLogger(__name__)
 
 XVFB_READY_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Confinement:
+    """How a sandboxed slot's display processes run: ``wrap`` enters the sandbox; sockets go in ``socket_dir``."""
+
+    wrap: Callable[[list[str]], list[str]]
+    socket_dir: Path
+    uid: int
+
+
 VNC_READY_TIMEOUT = 10.0
 REMOTE_TIMEOUT = 5.0
 
@@ -56,12 +70,15 @@ class DisplayStack:
         screen: tuple[int, int, int] = (SCREEN_WIDTH, SCREEN_HEIGHT, SCREEN_DEPTH),
         on_spawn: ProcessHook | None = None,
         on_exit: ProcessHook | None = None,
+        confinement: Confinement | None = None,
     ) -> None:
         self.layout = layout
         self.novnc_web_dir = novnc_web_dir
         self.env = dict(env)
         self.screen = screen
-        self.access = VncAccess(socket_dir, layout.index)
+        self.confinement = confinement
+        self.access = VncAccess(socket_dir, layout.index, None if confinement is None else confinement.uid)
+        self._relays: list[ManagedProcess] = []
         self._view_only = view_only
         self._on_spawn = on_spawn
         self._on_exit = on_exit
@@ -89,7 +106,7 @@ class DisplayStack:
     def _process(self, name: str, argv: list[str], *, pass_fds: tuple[int, ...] = ()) -> ManagedProcess:
         return ManagedProcess(
             name,
-            argv,
+            argv if self.confinement is None else self.confinement.wrap(argv),
             env=self.env,
             pass_fds=pass_fds,
             terminate_grace=3.0,
@@ -161,7 +178,28 @@ class DisplayStack:
         self.access.write_token_file()
         self.websockify = self._process("websockify", self._websockify_argv())
         self.websockify.start()
+        self._spawn_relays()
         return self.websockify
+
+    def _spawn_relays(self) -> None:
+        """In a sandbox, websockify's port lives in the slot's namespace: relay it to the same port on the host."""
+        if self.confinement is None:
+            return
+        for relay in self._relays:
+            if not relay.running:
+                self._relays.remove(relay)
+        if self._relays:
+            return
+        path = self.confinement.socket_dir / "novnc.sock"
+        inside = inside_relay("noVNC", path, self.layout.novnc_port).process(
+            self.env, wrap=self.confinement.wrap, on_spawn=self._on_spawn, on_exit=self._on_exit
+        )
+        outside = host_relay("noVNC", self.layout.novnc_port, path).process(
+            self.env, on_spawn=self._on_spawn, on_exit=self._on_exit
+        )
+        for relay in (inside, outside):
+            relay.start()
+            self._relays.append(relay)
 
     def spawn_x11vnc(self) -> ManagedProcess | None:
         """Spawn x11vnc unless it is running (Xvfb must be ready); return the new process or None."""
@@ -176,14 +214,16 @@ class DisplayStack:
         assert self.x11vnc is not None
         assert self.websockify is not None
         await self.x11vnc.wait_ready(UnixSocketProbe(self.access.socket_path), within=within)
-        await self.websockify.wait_ready(TcpPortProbe(self.layout.novnc_port), within=within)
+        port = self.layout.novnc_port
+        probe = TcpPortProbe(port) if self.confinement is None else HttpAnswerProbe(port)
+        await self.websockify.wait_ready(probe, within=within)
 
     async def ensure_vnc(self, within: float = VNC_READY_TIMEOUT) -> None:
         """Make sure x11vnc and websockify run and accept connections; (re)start whichever is missing."""
         if self.xvfb is None or not self.xvfb.running:
             raise ProcessStartError(f"Cannot start the live view of display {self.layout.display}: Xvfb is not running")
         async with self._vnc_lock:
-            stale = [p for p in (self.x11vnc, self.websockify) if p is not None and not p.running]
+            stale = [p for p in (self.x11vnc, self.websockify, *self._relays) if p is not None and not p.running]
             for process in stale:
                 await process.aclose()  # reap leftovers of a crashed one (already dead; just releases its fds)
             spawned = [self.spawn_websockify(), self.spawn_x11vnc()]
@@ -211,6 +251,8 @@ class DisplayStack:
         """Send ``x11vnc -remote <command>`` and wait for its ack. Retried for a few seconds, because a fresh
         x11vnc opens its RFB port before it answers on its remote-control X property."""
         argv = ["x11vnc", "-display", self.layout.display, "-sync", "-remote", command]
+        if self.confinement is not None:
+            argv = self.confinement.wrap(argv)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + REMOTE_TIMEOUT
         delay = 0.05
@@ -241,7 +283,8 @@ class DisplayStack:
 
     async def stop_vnc(self) -> None:
         self._vnc_proven = False
-        for process in (self.websockify, self.x11vnc):
+        relays, self._relays = self._relays, []
+        for process in (*relays, self.websockify, self.x11vnc):
             if process is not None:
                 await process.aclose()
         self.access.remove()

@@ -64,7 +64,7 @@ logger = logging.getLogger(__name__)
 TAG_ENV = "OPENBROWSE_SLOT_TAG"
 LEDGER_NAME = "slots-ledger.json"
 LOCK_NAME = "slots.lock"
-SLOT_PROCESS_WORDS = ("xvfb", "x11vnc", "websockify", "chrom")
+SLOT_PROCESS_WORDS = ("xvfb", "x11vnc", "websockify", "chrom", "bwrap", "nsenter", "socat")
 _CREATE_TIME_TOLERANCE = 0.05
 
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CdpVersionProbe",
     "DisplayFdProbe",
+    "HttpAnswerProbe",
     "Probe",
     "TcpPortProbe",
     "UnixSocketProbe",
@@ -67,6 +68,35 @@ class TcpPortProbe:
             return False
         await _close_writer(writer)
         return True
+
+
+class HttpAnswerProbe:
+    """Ready when an HTTP server answers on ``127.0.0.1:port``: a relay accepts connections before the server
+    behind it is up, so a plain TCP connect proves nothing there."""
+
+    def __init__(self, port: int, within: float = 1.0) -> None:
+        self.port = port
+        self.within = within
+
+    @property
+    def description(self) -> str:
+        return f"an HTTP answer on 127.0.0.1:{self.port}"
+
+    async def __call__(self) -> bool:
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
+        except OSError:
+            return False
+        try:
+            writer.write(b"HEAD / HTTP/1.0\r\n\r\n")
+            await writer.drain()
+            async with asyncio.timeout(self.within):
+                status = await reader.readline()
+        except (OSError, TimeoutError):
+            return False
+        finally:
+            await _close_writer(writer)
+        return status.startswith(b"HTTP/")
 
 
 class XSocketProbe:

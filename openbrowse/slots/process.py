@@ -350,6 +350,11 @@ class ManagedProcess:
         done, _ = await asyncio.wait({self._exit}, timeout=within)
         return bool(done)
 
+    def expect_exit(self) -> None:
+        """The caller is about to end the child some other way (e.g. by killing what it waits on): its exit is then
+        part of a close, not a crash (no warning, and ``closing`` is true for the exit hooks)."""
+        self._closing = True
+
     async def _shutdown(self) -> None:
         if self._popen is None or self._closed:
             return

@@ -31,14 +31,16 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from openbrowse.errors import ProcessDied
+from openbrowse.errors import ProcessDied, ResourceLimitExceeded
 from openbrowse.shielding import run_shielded
 from openbrowse.slots.chromium import BrowserProcess, find_browser_binary, prepare_fresh_dir
+from openbrowse.slots.confinement import SlotConfinement
 from openbrowse.slots.display import DisplayStack
 from openbrowse.slots.foreign import SlotBlocked, describe_blockers
 from openbrowse.slots.layout import SCREEN_HEIGHT, SCREEN_WIDTH, SlotLayout
-from openbrowse.slots.ledger import kill_tagged, slot_tag
+from openbrowse.slots.ledger import TAG_ENV, kill_tagged, slot_tag
 from openbrowse.slots.process import ManagedProcess
+from openbrowse.slots.script_host import ScriptHost, host_environment
 from openbrowse.slots.slot_files import DirectoryJanitor, child_environment, scratch_dir
 from openbrowse.slots.sysv_shm import KilledCreators, remove_orphan_segments
 from openbrowse.slots.viewers import LiveViewers
@@ -90,6 +92,9 @@ class Slot:
         self._janitor = DirectoryJanitor(f"slot-{index}")
         self._live = LiveViewers(f"slot-{index}", self._stop_vnc_if_idle)
         self._killed = KilledCreators()
+        self._script_host: ScriptHost | None = None
+        self.confinement = SlotConfinement(settings, self.layout, self.directory, self.temp_dir, self.tag)
+        """The slot's sandbox, relays and egress enforcer (spec §24); see :mod:`openbrowse.slots.confinement`."""
 
     # -- addresses ------------------------------------------------------------------------------------------
     @property
@@ -138,6 +143,33 @@ class Slot:
     @property
     def temp_dir(self) -> Path:
         return scratch_dir(self.settings.run_dir, self.index)
+
+    @property
+    def downloads_dir(self) -> Path:
+        """Where the browser saves downloads (spec §22.2); the same path inside the sandbox and out."""
+        return self.directory / "downloads"
+
+    @property
+    def uploads_dir(self) -> Path:
+        """What the browser may put into a page's file input (spec §24.6); the same path inside and out."""
+        return self.directory / "uploads"
+
+    @property
+    def script_host(self) -> ScriptHost | None:
+        """The slot's ``run_code_file`` process host (spec §11.3), in the sandbox; started on first use, killed with
+        the slot. None while the slot is not running."""
+        if self._state is not SlotState.RUNNING:
+            return None
+        if self._script_host is None:
+            self._script_host = ScriptHost(
+                f"slot-{self.index}-scripts",
+                self.confinement.command,
+                self.confinement.environment(host_environment({TAG_ENV: self.tag})),
+                self.temp_dir,
+                self.confinement.owner_uid,
+                self.cdp_port,
+            )
+        return self._script_host
 
     def check_not_blocked(self) -> None:
         """Raise :class:`SlotBlocked` if a foreign program holds the display or a port (it is never killed)."""
@@ -217,39 +249,53 @@ class Slot:
         loop = asyncio.get_running_loop()
         started = loop.time()
         binary = find_browser_binary(self.settings)  # BrowserUnavailable before anything is spawned
+        sandboxed = await self.confinement.decide()  # SandboxUnavailable before anything is spawned
         self.check_not_blocked()
         self._state = SlotState.STARTING
         self._died = loop.create_future()
         env = child_environment(self.tag)
+        if self._ledger is not None:
+            self._ledger.add_dir(self.directory)
+        if sandboxed:  # the sandbox binds the fresh dirs (and hands them to its uid), so they come first
+            await asyncio.to_thread(prepare_fresh_dir, self.directory)
+            await asyncio.to_thread(prepare_fresh_dir, self.temp_dir)
+            for folder in (self.downloads_dir, self.uploads_dir):
+                folder.mkdir()
+        await self.confinement.start(self._on_spawn, self._on_exit, self._on_limit, browser_dir=binary.path.parent)
+        confined = self.confinement.display_confinement()
         self._display = DisplayStack(
             self.layout,
             novnc_web_dir=self.settings.NOVNC_WEB_DIR,
-            env=env,
-            socket_dir=vnc_socket_dir(self.settings.run_dir),
+            env=self.confinement.environment(env),
+            socket_dir=self.temp_dir if confined else vnc_socket_dir(self.settings.run_dir),
             view_only=self._view_only,
             on_spawn=self._on_spawn,
             on_exit=self._on_exit,
+            confinement=confined,
         )
+        # Chromium leaves org.chromium.* scratch dirs in TMPDIR when it is killed: keep them in the slot dir.
+        browser_env = {**env, "XDG_CONFIG_HOME": str(self.directory / "config"), "TMPDIR": str(self.temp_dir)}
         self._browser = BrowserProcess(
             binary,
             display=self.layout.display,
             cdp_port=self.layout.cdp_port,
             user_data_dir=self.user_data_dir,
-            # Chromium leaves org.chromium.* scratch dirs in TMPDIR when it is killed: keep them in the slot dir.
-            env={**env, "XDG_CONFIG_HOME": str(self.directory / "config"), "TMPDIR": str(self.temp_dir)},
+            env=self.confinement.environment(browser_env),
             light=self.settings.CHROME_LIGHT_FLAGS,
             window_size=window_size,
             on_spawn=self._on_spawn,
             on_exit=self._on_exit,
+            wrap=confined.wrap if confined is not None else None,
+            owner_uid=confined.uid if confined is not None else None,
+            extra_args=self.confinement.browser_flags(),
         )
-        if self._ledger is not None:
-            self._ledger.add_dir(self.directory)
         self._display.spawn_xvfb()
         if vnc:
             self._display.spawn_websockify()
         await self._stage("xvfb-spawned")
-        await asyncio.to_thread(prepare_fresh_dir, self.directory)
-        await asyncio.to_thread(prepare_fresh_dir, self.temp_dir)
+        if not sandboxed:
+            await asyncio.to_thread(prepare_fresh_dir, self.directory)
+            await asyncio.to_thread(prepare_fresh_dir, self.temp_dir)
         await self._display.wait_xvfb()
         await self._stage("xvfb-ready")
         if vnc:
@@ -262,6 +308,7 @@ class Slot:
         if vnc:
             await self._display.wait_vnc()
         self._state = SlotState.RUNNING
+        self.confinement.watch_limits()
         for process in (self._display.xvfb, self._browser.process):
             if process is not None and not process.running and not self._died.done():
                 self._died.set_result(ProcessDied(process.name, process.returncode))
@@ -273,6 +320,11 @@ class Slot:
             self.novnc_port if vnc else "off",
             loop.time() - started,
         )
+
+    def _on_limit(self, exceeded: ResourceLimitExceeded) -> None:
+        if self._state is SlotState.RUNNING and self._died is not None and not self._died.done():
+            logger.error("Slot %d: %s", self.index, exceeded)
+            self._died.set_result(exceeded)
 
     async def _stage(self, name: str) -> None:
         if self._on_stage is not None:
@@ -349,7 +401,8 @@ class Slot:
         started = loop.time()
         await self._live.reset()
         try:
-            for step in (self._browser, self._display):
+            script_host, self._script_host = self._script_host, None
+            for step in (script_host, self._browser, self._display, self.confinement):
                 if step is None:
                     continue
                 try:

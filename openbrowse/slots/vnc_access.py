@@ -33,11 +33,12 @@ def vnc_socket_dir(run_dir: Path) -> Path:
     return Path("/tmp") / f"openbrowse-{instance_id(run_dir)}-vnc"
 
 
-def _private_dir(path: Path) -> None:
-    """Create ``path`` as a 0700 directory of ours, or refuse one that is a symlink or someone else's."""
+def _private_dir(path: Path, owner: int | None = None) -> None:
+    """Create ``path`` as a 0700 directory of ours (or of the sandbox uid ``owner``), or refuse one that is a
+    symlink or someone else's."""
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     info = path.lstat()
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid not in {os.geteuid(), owner}:
         raise PermissionError(f"{path} is not a directory owned by this user; refusing to put VNC sockets there")
     if stat.S_IMODE(info.st_mode) != 0o700:
         path.chmod(0o700)
@@ -49,6 +50,8 @@ class VncAccess:
 
     directory: Path
     index: int
+    owner_uid: int | None = None
+    """The sandbox uid that runs x11vnc and websockify (they must read the token file), or None."""
     secret: str = field(default_factory=lambda: secrets.token_hex(24))
 
     @property
@@ -61,14 +64,16 @@ class VncAccess:
 
     def write_token_file(self) -> None:
         """Create the private dir and write websockify's token file (0600) (blocking, tiny)."""
-        _private_dir(self.directory)
+        _private_dir(self.directory, self.owner_uid)
         fd = os.open(self.token_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "w") as out:
+            if self.owner_uid is not None:
+                os.fchown(out.fileno(), self.owner_uid, self.owner_uid)
             out.write(f"{self.secret}: unix_socket:{self.socket_path}\n")
 
     def clear_socket(self) -> None:
         """Create the private dir and remove a socket a killed x11vnc left behind."""
-        _private_dir(self.directory)
+        _private_dir(self.directory, self.owner_uid)
         self.socket_path.unlink(missing_ok=True)
 
     def remove(self) -> None:

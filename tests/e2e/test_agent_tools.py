@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import time
+from pathlib import Path
 
+import httpx
+import psutil
 import pytest
 
 from tests.conftest import StartServer
@@ -15,7 +20,9 @@ from tests.e2e.agent_support import (
     messages,
     session_files,
     step_requests,
+    stop,
     token,
+    wait_for_message,
     wait_until_status,
 )
 from tests.fakes.llm_request import LLMRequest, find_index
@@ -350,6 +357,56 @@ def test_run_code_file_scripts_work_inside_cross_origin_frames_and_keep_their_na
         "Running more.py",
         "Running collect.py",
     ]
+
+
+def script_hosts(server: ServerProcess) -> list[psutil.Process]:
+    hosts = []
+    for proc in server.children():
+        try:
+            is_python = proc.name().startswith("python")  # not the nsenter that entered it into the sandbox
+            if (
+                is_python
+                and "openbrowse.scripthost" in " ".join(proc.cmdline())
+                and proc.status() != psutil.STATUS_ZOMBIE
+            ):
+                hosts.append(proc)
+        except psutil.NoSuchProcess:
+            continue
+    return hosts
+
+
+def test_a_stop_ends_a_spinning_script_at_once_and_its_process_never_saw_a_secret(
+    agent_server: ServerProcess, fake: FakeProvider
+) -> None:
+    """Scripts run in their own process (spec §11.3, §24.1): the server's loop stays free while one spins, and a
+    stop kills it."""
+    marker = token("SPIN")
+    spin = "import os\nprint('keys:', sorted(k for k in os.environ if 'KEY' in k))\nwhile True:\n    pass\n"
+    fake.script(
+        marker, [agent_step([{"run_code_file": {"name": "spin", "code": spin}}]), done("never")], when=agent_steps
+    )
+    session = create(agent_server, task=f"{marker} Spin forever.")
+    sid = session["id"]
+    wait_for_message(agent_server, sid, lambda m: m["summary"] == "Running spin.py", timeout=120)
+    deadline = time.monotonic() + 30
+    while not script_hosts(agent_server):
+        assert time.monotonic() < deadline, "no script host process"
+        time.sleep(0.05)
+    [host] = script_hosts(agent_server)
+    assert agent_server.process is not None and host.pid != agent_server.process.pid
+    assert host.uids().real not in {0, os.getuid()}, "the script host runs as the slot's own uid (spec §24.2)"
+    environ = Path(f"/proc/{host.pid}/environ").read_bytes()
+    assert b"_API_KEY" not in environ and b"OPENAI" not in environ and b"ANTHROPIC" not in environ
+    assert httpx.get(f"{agent_server.base_url}/health", timeout=5).status_code == 200, "the server's loop is free"
+    started = time.monotonic()
+    stop(agent_server, sid)
+    finished = wait_until_status(agent_server, sid, {"stopped", "error"}, timeout=15)
+    assert time.monotonic() - started < 10, "a stop ends a spinning script within 10 s (spec §24.5)"
+    assert finished["status"] == "stopped"
+    host_gone = time.monotonic() + 5
+    while script_hosts(agent_server):
+        assert time.monotonic() < host_gone, "the script host outlived its session"
+        time.sleep(0.05)
 
 
 def test_read_pages_detects_shell_reads_and_rereads_them_inside_the_panel(

@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING, Any
 from openbrowse.agent.guard import Guard, install_guard
 from openbrowse.agent.tools.clipboard import register_clipboard
 from openbrowse.agent.tools.context import ToolContext
+from openbrowse.agent.tools.external_read import install_confined_read
 from openbrowse.agent.tools.find_links import register_find_links
 from openbrowse.agent.tools.http_fetch import register_http_fetch
 from openbrowse.agent.tools.read_pages import register_read_pages
 from openbrowse.agent.tools.run_code import register_run_code
 from openbrowse.agent.tools.solve_captcha import register_solve_captcha
 from openbrowse.agent.tools.tab_fanout import register_tab_fanout
+from openbrowse.agent.tools.upload_file import install_confined_upload
 
 if TYPE_CHECKING:
     from browser_use import Tools
@@ -29,6 +31,8 @@ def register_tools(
     ``before_guard`` registers what the caller owns (the answer store's actions and its gated ``done``) before
     the guard, so the guard wraps those too.
     """
+    install_confined_upload(tools, ctx)
+    install_confined_read(tools, ctx)
     register_clipboard(tools, ctx.clipboard)
     register_http_fetch(tools, ctx)
     register_find_links(tools, ctx)

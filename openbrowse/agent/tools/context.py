@@ -7,12 +7,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openbrowse.agent.netpolicy import NetworkRules
 from openbrowse.agent.tools.clipboard import Clipboard
 from openbrowse.agent.tools.pacing import active_runs
 from openbrowse.agent.tools.reading_state import ReadingState
+from openbrowse.domain.browser_folders import BrowserFolders
 from openbrowse.domain.feed import EventCategory, FeedEntry, FeedSink
 from openbrowse.domain.ids import SessionId
+from openbrowse.domain.scripts import ScriptRunner
+from openbrowse.network.policy import NetworkRules
 
 if TYPE_CHECKING:
     from openbrowse.agent.answer_store import AnswerStore
@@ -39,6 +41,10 @@ class ToolContext:
     """How many sessions run on this host now (read_pages paces its tabs only under real contention)."""
     code_view: CodeStreamer | None = None
     """Code streaming (spec §11.3): ``run_code_file`` reports ``Running`` and the script's end to it."""
+    scripts: ScriptRunner | None = None
+    """The session's script host (spec §11.3, §24.1): ``run_code_file`` runs there, never in this process."""
+    browser_folders: BrowserFolders | None = None
+    """The slot's ``uploads/`` and ``downloads/``, the only files its Chromium sees (``upload_file``, §24.6)."""
 
     async def event(self, category: EventCategory, action: str, summary: str, **data: Any) -> None:
         await self.sink.append(self.session_id, FeedEntry.event(category, action, summary, **data))

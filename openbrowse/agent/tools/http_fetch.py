@@ -13,8 +13,8 @@ from browser_use.filesystem.file_system import FileSystem
 from pydantic import BaseModel, Field
 
 from openbrowse.agent.delivery import envelope, safe_name, save
-from openbrowse.agent.netpolicy import NetworkRefused
 from openbrowse.agent.safe_fetch import FETCH_TIMEOUT, FetchedResponse, FetchFailed, fetch
+from openbrowse.network.policy import NetworkRefused
 
 if TYPE_CHECKING:
     from browser_use import Tools

@@ -1,15 +1,12 @@
 """``run_code_file(name, code?, url?)`` (spec §11.3): save ``scripts/<name>.py`` and run it in the session's
-persistent sandbox namespace (top-level ``await``, captured ``print``, 300 s limit); omitted code re-runs the
-saved script; ``url`` navigates first. The reply carries up to 2000 characters of output and the files the
-script saved.
+script host, a process inside the slot's sandbox that keeps the namespace across calls (top-level ``await``,
+captured ``print``, 300 s limit); omitted code re-runs the saved script; ``url`` navigates first. The server
+never executes the script: it only serves the helper calls the host makes (``agent/script_calls.py``). The
+reply carries up to 2000 characters of output and the files the script saved.
 """
 
 from __future__ import annotations
 
-import ast
-import asyncio
-import inspect
-import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,9 +15,10 @@ from browser_use.agent.views import ActionResult
 from pydantic import BaseModel, Field
 
 from openbrowse.agent.delivery import safe_name
-from openbrowse.agent.sandbox import Sandbox
+from openbrowse.agent.script_calls import ScriptCalls
 from openbrowse.agent.timeouts import TIMEOUTS
 from openbrowse.domain.feed import EventCategory
+from openbrowse.domain.scripts import ScriptEnd, ScriptOutcome, ScriptRun
 
 if TYPE_CHECKING:
     from browser_use import Tools
@@ -30,6 +28,11 @@ if TYPE_CHECKING:
 OUTPUT_PREVIEW = 2000
 MEMORY_CHARS = 300
 SCRIPTS_DIR = "scripts"
+SMALLER_BATCHES = "Work in smaller batches (save progress with save_json and resume from it)."
+NAMESPACE_LOST = (
+    "Note: the previous script's process was killed or died, so this run started in a fresh namespace: "
+    "variables and functions from earlier runs are gone."
+)
 
 
 class RunCodeParams(BaseModel):
@@ -40,39 +43,6 @@ class RunCodeParams(BaseModel):
         "pick_jsonld, remember, recall). Omit to re-run the saved script.",
     )
     url: str | None = Field(default=None, description="Navigate here before running.")
-
-
-class AwaitAsyncioRun(ast.NodeTransformer):
-    """``asyncio.run(coro)`` at top level or in an async function becomes ``await coro``: the script already runs
-    inside the agent's event loop, where a nested loop cannot start."""
-
-    def __init__(self) -> None:
-        self._sync_depth = 0
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
-        self._sync_depth += 1
-        self.generic_visit(node)
-        self._sync_depth -= 1
-        return node
-
-    def visit_Lambda(self, node: ast.Lambda) -> ast.AST:
-        self._sync_depth += 1
-        self.generic_visit(node)
-        self._sync_depth -= 1
-        return node
-
-    def visit_Call(self, node: ast.Call) -> ast.AST:
-        self.generic_visit(node)
-        func = node.func
-        is_run = (
-            isinstance(func, ast.Attribute)
-            and func.attr == "run"
-            and isinstance(func.value, ast.Name)
-            and func.value.id == "asyncio"
-        )
-        if is_run and node.args and not self._sync_depth:
-            return ast.copy_location(ast.Await(value=node.args[0]), node)
-        return node
 
 
 def _snapshot(files_dir: Path) -> dict[str, float]:
@@ -96,61 +66,37 @@ def _script(files_dir: Path, params: RunCodeParams) -> tuple[str, Path]:
     return path.read_text("utf-8"), path
 
 
-async def execute(sandbox: Sandbox, source: str, filename: str, limit: float) -> str | None:
-    """Run ``source`` in the sandbox; return None on success, else the error text (timeouts included)."""
-    try:
-        tree = ast.fix_missing_locations(AwaitAsyncioRun().visit(ast.parse(source, filename)))
-        code = compile(tree, filename, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-    except SyntaxError as exc:
-        return f"SyntaxError: {exc.msg} (line {exc.lineno})"
-    try:
-        async with asyncio.timeout(limit):
-            result = eval(code, sandbox.namespace)
-            if inspect.iscoroutine(result):
-                await result
-            while sandbox.pending:
-                pending, sandbox.pending = sandbox.pending, []
-                await asyncio.gather(*pending)
-    except TimeoutError:
+def error_text(outcome: ScriptOutcome, limit: float) -> str | None:
+    """What the agent reads about how the run ended (None when it ran to its end)."""
+    if outcome.end is ScriptEnd.FINISHED:
+        return None
+    if outcome.end is ScriptEnd.TIMED_OUT:
         return (
-            f"The script ran longer than {limit:.0f} s and was stopped; the output so far is above. Work in smaller "
-            "batches (save progress with save_json and resume from it)."
+            f"The script ran longer than {limit:.0f} s and was stopped; the output so far is above. {SMALLER_BATCHES}"
         )
-    except Exception as exc:
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == filename]
-        where = f" (line {frames[-1].lineno}: {frames[-1].line})" if frames else ""
-        return f"{type(exc).__name__}: {exc}{where}"
-    finally:
-        for task in sandbox.pending:
-            task.cancel()
-        sandbox.pending = []
-    return None
+    if outcome.end is ScriptEnd.KILLED:
+        return (
+            f"The script ran longer than {limit:.0f} s without giving control back, so its process was killed; "
+            f"the output so far is above. Its variables are gone: the next run starts from an empty namespace. "
+            f"{SMALLER_BATCHES}"
+        )
+    if outcome.end is ScriptEnd.CRASHED:
+        return (
+            f"{outcome.error or 'The script host ended unexpectedly.'} Its variables are gone: the next run starts "
+            "from an empty namespace (a script that allocates without bound is killed at the sandbox's memory cap)."
+        )
+    return outcome.error or "the script failed"
 
 
-async def run_code_file(ctx: ToolContext, sandbox: Sandbox, browser: BrowserSession, params: RunCodeParams) -> str:
-    source, path = _script(ctx.files_dir, params)
-    if params.url:
-        await browser.navigate_to(params.url)
-    await ctx.event(EventCategory.CODE, "run", f"Running {path.name}", file=f"{SCRIPTS_DIR}/{path.name}")
-    before = _snapshot(ctx.files_dir)
-    sandbox.stdout.seek(0)
-    sandbox.stdout.truncate()
-    view = ctx.code_view
-    if view is not None:
-        await view.running(params.name, source)
-    error: str | None = "the script was interrupted"
-    try:
-        error = await execute(sandbox, source, str(path), TIMEOUTS.sandbox_script)
-    finally:
-        if view is not None:
-            await view.finished(params.name, source, failed=error is not None)
-    output = sandbox.stdout.getvalue()
-    after = _snapshot(ctx.files_dir)
-    saved = sorted(name for name, mtime in after.items() if before.get(name) != mtime)
+def reply_text(path: Path, outcome: ScriptOutcome, error: str | None, saved: list[str]) -> str:
     parts = [f"{'Failed' if error else 'Ran'} {SCRIPTS_DIR}/{path.name}."]
+    if outcome.namespace_lost:
+        parts.append(NAMESPACE_LOST)
+    output = outcome.stdout
     if output:
         clipped = output[:OUTPUT_PREVIEW]
-        more = f"\n[... {len(output) - OUTPUT_PREVIEW} more chars of output]" if len(output) > OUTPUT_PREVIEW else ""
+        hidden = max(outcome.stdout_chars, len(output)) - len(clipped)
+        more = f"\n[... {hidden} more chars of output]" if hidden > 0 else ""
         parts.append(f"Output:\n{clipped}{more}")
     else:
         parts.append("No output (print what you need to see).")
@@ -161,16 +107,42 @@ async def run_code_file(ctx: ToolContext, sandbox: Sandbox, browser: BrowserSess
     return "\n".join(parts)
 
 
-def register_run_code(tools: Tools[Any], ctx: ToolContext) -> None:
-    sandboxes: dict[int, Sandbox] = {}
-
-    async def run_code_file_action(params: RunCodeParams, browser_session: BrowserSession) -> ActionResult:
-        sandbox = sandboxes.get(id(browser_session))
-        if sandbox is None:
-            sandbox = sandboxes.setdefault(
-                id(browser_session), Sandbox(ctx.files_dir, browser_session, ctx.clipboard, ctx.network, ctx.store)
+async def run_code_file(ctx: ToolContext, browser: BrowserSession, params: RunCodeParams) -> str:
+    source, path = _script(ctx.files_dir, params)
+    if params.url:
+        await browser.navigate_to(params.url)
+    await ctx.event(EventCategory.CODE, "run", f"Running {path.name}", file=f"{SCRIPTS_DIR}/{path.name}")
+    before = _snapshot(ctx.files_dir)
+    view = ctx.code_view
+    if view is not None:
+        await view.running(params.name, source)
+    limit = TIMEOUTS.sandbox_script
+    failed = True
+    try:
+        if ctx.scripts is None:
+            outcome = ScriptOutcome(ScriptEnd.UNAVAILABLE, "", 0, error="Scripts cannot run in this session.")
+        else:
+            request = ScriptRun(
+                owner=ctx.session_id,
+                source=source,
+                filename=f"{SCRIPTS_DIR}/{path.name}",
+                target_id=browser.agent_focus_target_id,
+                limit=limit,
+                store=ctx.store is not None,
             )
-        reply = await run_code_file(ctx, sandbox, browser_session, params)
+            outcome = await ctx.scripts.run(request, ScriptCalls(ctx, browser))
+        failed = outcome.end is not ScriptEnd.FINISHED
+    finally:
+        if view is not None:
+            await view.finished(params.name, source, failed=failed)
+    after = _snapshot(ctx.files_dir)
+    saved = sorted(name for name, mtime in after.items() if before.get(name) != mtime)
+    return reply_text(path, outcome, error_text(outcome, limit), saved)
+
+
+def register_run_code(tools: Tools[Any], ctx: ToolContext) -> None:
+    async def run_code_file_action(params: RunCodeParams, browser_session: BrowserSession) -> ActionResult:
+        reply = await run_code_file(ctx, browser_session, params)
         return ActionResult(
             extracted_content=reply, long_term_memory=reply[:MEMORY_CHARS], include_extracted_content_only_once=True
         )
@@ -181,7 +153,8 @@ def register_run_code(tools: Tools[Any], ctx: ToolContext) -> None:
         "Save and run a reusable, parameterised Python script (scripts/<name>.py) with top-level await in a "
         "namespace that persists across calls. Helpers: browser.evaluate/html/frames/frame_text/frame_jsonld/"
         "frame_evaluate/wait_for_frame/navigate, fetch(url) (server-side), save_json/read_json/open (session "
-        "files), pick_jsonld, remember/recall, and with an output store add_item/update_item(s)/set_field/"
-        "mark_absent/remove_items/read_output/coverage. Use print() to see results. Never call a site's backend API.",
+        "files), pick_jsonld, remember/recall, read_pages, and with an output store add_item/update_item(s)/"
+        "set_field/mark_absent/remove_items/read_output/coverage. Use print() to see results. Never call a "
+        "site's backend API.",
         param_model=RunCodeParams,
     )(run_code_file_action)

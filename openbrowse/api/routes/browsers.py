@@ -31,6 +31,7 @@ from openbrowse.api.browser_schemas import (
     browser_view,
     proxied_cdp_url,
 )
+from openbrowse.api.cdp_filter import download_behavior_message, screen_client_message
 from openbrowse.api.deps import ApiKey, AuthenticatorDep, BrowsersDep, LoopbackHttpDep, SettingsDep
 from openbrowse.api.errors import auth_refusal
 from openbrowse.api.openapi_docs import error_responses, request_body
@@ -55,6 +56,8 @@ T = TypeVar("T")
 CDP_MAX_MESSAGE = 64 << 20
 """Largest message a CDP client may send: ``Runtime.evaluate`` of a bundled script or
 ``DOM.setFileInputFiles`` payloads reach tens of MB."""
+GREETING_ID = 2**31 - 1
+"""The id of the bridge's own first call (downloads into ``downloads/``), answered before the client is heard."""
 CLIENT_CLOSED_REQUEST = 499  # nginx's code: the client went away before the answer was ready
 _CREATE_BODY_DOC = {
     "requestBody": {"content": {"application/json": {"schema": CreateBrowserBody.model_json_schema(by_alias=True)}}}
@@ -157,7 +160,8 @@ async def cdp_socket(
     settings: SettingsDep,
 ) -> None:
     """The browser's DevTools socket. Bad credentials: the handshake is refused (401/429); a browser that is
-    unknown, stopped or gone: accepted, then closed 1011."""
+    unknown, stopped or gone: accepted, then closed 1011. File paths in client calls are confined to the
+    browser's ``uploads/`` and ``downloads/`` (spec §24.6, :mod:`openbrowse.api.cdp_filter`)."""
     try:
         require_cdp_access(auth, settings, websocket, browser_id)
     except (AuthFailed, AuthThrottled) as exc:
@@ -169,7 +173,14 @@ async def cdp_socket(
     except OpenBrowseError as exc:
         await close_quietly(websocket, CLOSE_UNAVAILABLE, exc.message)
         return
-    await bridge(websocket, endpoint.ws_url, max_message=CDP_MAX_MESSAGE)
+    folders = endpoint.folders
+    await bridge(
+        websocket,
+        endpoint.ws_url,
+        max_message=CDP_MAX_MESSAGE,
+        screen=lambda message: screen_client_message(message, folders),
+        greeting=download_behavior_message(GREETING_ID, folders),
+    )
 
 
 @cdp_router.get("/{browser_id}/cdp/json/version", responses=error_responses(502, 503))

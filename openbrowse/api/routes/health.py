@@ -9,7 +9,7 @@ from openbrowse import __version__
 from openbrowse.agent.census import live_counts
 from openbrowse.api.deps import ApiKey, ManagerDep, SettingsDep
 from openbrowse.api.openapi_docs import error_responses
-from openbrowse.api.schemas import HealthDetailsView, HealthView, LoopLagView, SlotUseView, SparesView
+from openbrowse.api.schemas import HealthDetailsView, HealthView, LoopLagView, SandboxView, SlotUseView, SparesView
 from openbrowse.loop_lag import LoopLagMonitor
 from openbrowse.sessions.engine_host import engine_threads
 from openbrowse.slots.memory import MiB, SlotUse, slot_usage
@@ -61,8 +61,21 @@ async def health_details(request: Request, manager: ManagerDep, settings: Settin
         loop_lag_ms=_loop_lag(request),
         live_objects=live_counts(),
         engine_threads=engine_threads(),
+        sandbox=_sandbox(request, settings),
         **await _slot_memory(request),
     )
+
+
+def _sandbox(request: Request, settings: SettingsDep) -> SandboxView:
+    problem: str | None = getattr(request.app.state, "sandbox_problem", None)
+    if problem is None:
+        return SandboxView(enabled=True)
+    warning = (
+        "Slots run WITHOUT the sandbox (ALLOW_UNSANDBOXED=1): a hostile page or script can reach this host."
+        if settings.ALLOW_UNSANDBOXED
+        else "Sessions refuse to start until the sandbox is available or ALLOW_UNSANDBOXED=1 is set."
+    )
+    return SandboxView(enabled=False, problem=problem, warning=warning)
 
 
 async def _slot_memory(request: Request) -> dict[str, object]:

@@ -10,8 +10,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from openbrowse.agent.netpolicy import NetworkRefused, NetworkRules
 from openbrowse.agent.safe_fetch import FetchFailed, fetch
+from openbrowse.network.local import ReservedPorts
+from openbrowse.network.policy import NetworkRefused, NetworkRules
 from tests.support.asgi_thread import ThreadedServer
 
 
@@ -62,7 +63,7 @@ async def test_redirects_are_followed_and_each_hop_is_rechecked(server: Threaded
     response = await fetch(open_rules, cross, headers={"Cookie": "a=1"})
     assert '"cookie":null' in response.text()
 
-    holes = NetworkRules.from_settings("public-only", "localhost")
+    holes = NetworkRules.build("public-only", "localhost")
     with pytest.raises(NetworkRefused, match=r": 127\.0\.0\.1 is a loopback address"):
         await fetch(holes, cross)
     to_metadata = f"http://127.0.0.1:{server.port}/redirect?to=http://169.254.169.254/latest/meta-data/"
@@ -77,3 +78,16 @@ async def test_refusals_and_failures_are_quick_and_clear(server: ThreadedServer)
         await fetch(NetworkRules("public-only"), f"http://0x7f.1:{server.port}/echo")
     with pytest.raises(FetchFailed, match="Could not connect"):
         await fetch(NetworkRules("open"), "http://127.0.0.1:9/")
+
+
+async def test_the_service_port_is_refused_even_behind_a_redirect_and_under_open(server: ThreadedServer) -> None:
+    service_port = 47999  # refused before any connection is tried, so nothing needs to listen there
+    rules = NetworkRules.build("open", "*", reserved=ReservedPorts(frozenset({service_port})))
+    with pytest.raises(NetworkRefused, match=r"\[::ffff:7f00:1\]:47999 is this service's own port \(never allowed\)"):
+        await fetch(rules, f"http://[::ffff:7f00:1]:{service_port}/v3/sessions")
+    hop = f"http://127.0.0.1:{server.port}/redirect?to=http://localhost:{service_port}/v3/sessions"
+    with pytest.raises(NetworkRefused, match=r"localhost:47999 -> .* is this service's own port") as caught:
+        await fetch(rules, hop)
+    assert caught.value.rule == "service_port"
+    with pytest.raises(NetworkRefused, match="a browser slot's DevTools port"):
+        await fetch(rules, f"http://127.0.0.1:{server.port}/redirect?to=http://0x7f.1:9223/json/list")

@@ -94,3 +94,14 @@ def _no_leftovers(settings: Settings) -> Iterator[None]:
     assert instance_processes(settings) == []
     assert zombie_children() == []
     assert live_children() == []
+
+
+def program_of(pid: int) -> psutil.Process:
+    """The program a slot child runs: a sandboxed child's pid is the ``nsenter`` that forked it into the sandbox."""
+    process = psutil.Process(pid)
+    while process.name() in {"nsenter", "sh"}:
+        children = process.children()
+        if not children:
+            break
+        process = children[0]
+    return process

@@ -46,7 +46,10 @@ async def test_lease_starts_a_fresh_browser_each_time(settings: Settings, base_i
                 slot = await lease.start_browser(vnc=True)
                 urls.append(slot.cdp_ws_url)
                 ledger = json.loads((settings.run_dir / LEDGER_NAME).read_text())
-                assert {entry["kind"] for entry in ledger["processes"]} == {"Xvfb", "x11vnc", "websockify", "Chromium"}
+                assert {entry["kind"] for entry in ledger["processes"]} == {
+                    "sandbox", "CDP relay", "egress relay", "CDP forwarder", "noVNC relay", "noVNC forwarder",
+                    "Xvfb", "x11vnc", "websockify", "Chromium",
+                }  # fmt: skip
                 assert ledger["user_data_dirs"] == [str(slot.directory)]
             assert instance_processes(settings) == []
         assert urls[0] != urls[1]
@@ -94,7 +97,8 @@ async def test_sigkilled_owner_leaves_nothing_behind_for_the_next_pool(settings:
 
     async with SlotPool(settings, base_index=base_index) as pool:
         assert pool.last_cleanup is not None
-        assert len(pool.last_cleanup.killed) >= 4
+        # the sandbox dies with its owner (bubblewrap --die-with-parent); the host-side relays are what is left
+        assert len(pool.last_cleanup.killed) >= 2
         assert all(_gone(pid) for pid in info["pids"])
         assert not _listening(layout.cdp_port)
         assert not layout.x_lock_path.exists()

@@ -31,16 +31,14 @@ def _pages(targets: list[dict[str, str]]) -> list[dict[str, str]]:
     return [t for t in targets if t.get("type") == "page"]
 
 
-async def _query_viewonly(display: str) -> str:
-    """``ans=viewonly:<0|1>`` from the running x11vnc (retried: a fresh x11vnc answers shortly after its port)."""
+async def _query_viewonly(slot: Slot) -> str:
+    """``ans=viewonly:<0|1>`` from the running x11vnc (retried: a fresh x11vnc answers shortly after its port).
+    The display lives in the slot's sandbox, so the query runs in there too."""
     out = b""
+    display = slot.display
     for _ in range(50):
         proc = await asyncio.create_subprocess_exec(
-            "x11vnc",
-            "-display",
-            display,
-            "-query",
-            "viewonly",
+            *slot.confinement.command(["x11vnc", "-display", display, "-query", "viewonly"]),
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.STDOUT,
         )
@@ -174,17 +172,17 @@ async def test_websockify_serves_the_rfb_greeting_and_novnc(settings: Settings, 
 async def test_view_only_toggle_through_x11vnc_remote(settings: Settings, base_index: int) -> None:
     async with Slot(settings, base_index) as slot:
         assert slot.view_only
-        assert "viewonly:1" in await _query_viewonly(slot.display)
+        assert "viewonly:1" in await _query_viewonly(slot)
         await slot.set_view_only(False)
-        assert "viewonly:0" in await _query_viewonly(slot.display)
+        assert "viewonly:0" in await _query_viewonly(slot)
         # the mode survives a restart of the live view
         x11vnc = next(p for p in slot.processes() if p.name == "x11vnc")
         psutil.Process(x11vnc.pid).kill()
         await asyncio.wait_for(x11vnc.died, 5)
         await slot.ensure_vnc()
-        assert "viewonly:0" in await _query_viewonly(slot.display)
+        assert "viewonly:0" in await _query_viewonly(slot)
         await slot.set_view_only(True)
-        assert "viewonly:1" in await _query_viewonly(slot.display)
+        assert "viewonly:1" in await _query_viewonly(slot)
 
 
 async def test_ensure_vnc_restarts_dead_live_view_without_killing_the_slot(settings: Settings, base_index: int) -> None:
@@ -231,13 +229,14 @@ async def test_died_names_the_child_that_died(settings: Settings, base_index: in
 
 
 async def test_a_sigkilled_xvfb_leaves_no_x_socket_behind(settings: Settings, base_index: int) -> None:
+    """The sandboxed Xvfb's socket lives in the sandbox's own /tmp: the host never sees it, killed or not."""
     slot = Slot(settings, base_index)
     await slot.start(vnc=False)
     try:
+        assert not slot.layout.x_socket_path.exists()
         xvfb = next(p for p in slot.processes() if p.name == "Xvfb")
         psutil.Process(xvfb.pid).kill()
         await asyncio.wait_for(slot.watch(), 10)
-        assert slot.layout.x_socket_path.exists()  # what SIGKILL leaves until the slot is torn down
         await slot.stop()
         assert not slot.layout.x_socket_path.exists()
     finally:
@@ -250,6 +249,7 @@ async def test_launch_failure_frees_everything_and_a_later_start_works(
     fake = tmp_path / "fake-chrome"
     fake.write_text("#!/bin/sh\necho 'fake chrome refuses to start' >&2\nexit 1\n")
     fake.chmod(0o755)
+    tmp_path.chmod(0o755)  # the slot's uid runs it
     broken = Settings(OPENBROWSE_DATA_DIR=settings.data_dir, CHROME_BINARY=str(fake), MAX_CONCURRENT_SESSIONS=1)
     slot = Slot(broken, base_index)
     with pytest.raises(ProcessStartError, match="Chromium exited with code 1") as info:

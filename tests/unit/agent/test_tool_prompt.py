@@ -7,12 +7,12 @@ from typing import Any
 
 from browser_use import Tools
 
-from openbrowse.agent.netpolicy import NetworkRules
 from openbrowse.agent.prompts import system_prompt
 from openbrowse.agent.tools import ToolContext, register_tools
 from openbrowse.agent.tools.clipboard import Clipboard, capture_start_url
 from openbrowse.domain.feed import FeedEntry
 from openbrowse.domain.ids import SessionId
+from openbrowse.network.policy import NetworkRules
 
 
 class NullSink:

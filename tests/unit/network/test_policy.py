@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from openbrowse.agent.netpolicy import (
+from openbrowse.network.policy import (
     NetworkRefused,
     NetworkRules,
     embedded_ipv4,
@@ -134,7 +134,7 @@ async def test_open_allows_loopback_and_private_and_public_only_allows_public() 
 
 
 async def test_allowed_hosts_punch_holes_in_public_only_but_never_in_metadata() -> None:
-    rules = NetworkRules.from_settings("public-only", " localhost , *.corp.test,10.0.0.0/8, 127.0.0.2 ")
+    rules = NetworkRules.build("public-only", " localhost , *.corp.test,10.0.0.0/8, 127.0.0.2 ")
     assert rules.allowed_hosts == ("localhost", "*.corp.test", "10.0.0.0/8", "127.0.0.2")
     await rules.check("http://localhost:9/")
     await rules.check("http://10.9.8.7/")
@@ -142,7 +142,7 @@ async def test_allowed_hosts_punch_holes_in_public_only_but_never_in_metadata() 
     assert rules.refusal(parse_target("http://db.corp.test/"), [ipaddress.ip_address("192.168.0.4")]) is None
     with pytest.raises(NetworkRefused, match="loopback"):
         await rules.check("http://127.0.0.1/")
-    wide = NetworkRules.from_settings("public-only", "*,169.254.0.0/16")
+    wide = NetworkRules.build("public-only", "*,169.254.0.0/16")
     with pytest.raises(NetworkRefused, match=r"\(never allowed\)"):
         await wide.check("http://169.254.169.254/")
     with pytest.raises(NetworkRefused, match="cloud metadata host"):
@@ -153,8 +153,9 @@ def test_every_resolved_address_is_checked() -> None:
     target = parse_target("http://rebind.example/")
     public, private = ipaddress.ip_address("93.184.216.34"), ipaddress.ip_address("10.0.0.5")
     assert PUBLIC_ONLY.refusal(target, [public]) is None
-    reason = PUBLIC_ONLY.refusal(target, [public, private])
-    assert reason == "rebind.example -> 10.0.0.5 is a private address (NETWORK_POLICY=public-only)."
+    refused = PUBLIC_ONLY.refusal(target, [public, private])
+    assert refused is not None and (refused.rule, refused.host, refused.port) == ("public_only", "rebind.example", 80)
+    assert refused.reason == "rebind.example -> 10.0.0.5 is a private address (NETWORK_POLICY=public-only)."
 
 
 def spellings(address: ipaddress.IPv4Address) -> list[str]:
