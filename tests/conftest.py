@@ -56,6 +56,8 @@ def start_server(tmp_path: Path) -> Iterator[StartServer]:
             problems.append(f"{server.port}: {[p.name() for p in left]}")
             for proc in left:
                 proc.kill()
+    # only once every server is down: servers sharing a home share its slots' scratch folders under /tmp
+    for server in servers:
         if server.temp_leftovers():
             problems.append(f"{server.port}: temp files left: {server.temp_leftovers()}")
     assert not problems, f"processes left behind: {problems}"

@@ -160,7 +160,8 @@ class SlotPool:
             lease.released.set()
         await asyncio.gather(*(slot.aclose() for slot in self.slots), return_exceptions=True)
         self._leases.clear()
-        if self._open:
+        if self._open:  # a slot stopped mid-start may have left its socket folder: nothing of ours stays in /tmp
+            await asyncio.to_thread(remove_scratch_dirs, self.settings.run_dir)
             self.ledger.reset()
             self.ledger.unlock()
 

@@ -212,6 +212,12 @@ async def test_credentials_are_checked_on_page_assets_and_socket(
     assert escape.status_code == 404
 
 
+def _in_sandbox(server: ServerProcess) -> list[str]:
+    """The display lives in the slot's sandbox: enter the namespaces of the server's sandboxed x11vnc."""
+    x11vnc = next(p for p in stack_processes(server) if p.name() == "x11vnc")
+    return ["nsenter", "-t", str(x11vnc.pid), "--mount", "--net", "--ipc", "--pid", "--uts", "--"]
+
+
 async def test_control_toggles_view_only(server: ServerProcess, live_browser: dict[str, Any]) -> None:
     browser_id = live_browser["id"]
     control = f"{server.base_url}/vnc/{browser_id}/control"
@@ -223,7 +229,10 @@ async def test_control_toggles_view_only(server: ServerProcess, live_browser: di
     assert enabled.status_code == 200 and enabled.json() == {"viewOnly": False}
     display = slot_layout(server.slot_base).display
     query = subprocess.run(
-        ["x11vnc", "-display", display, "-query", "viewonly"], capture_output=True, text=True, timeout=20
+        [*_in_sandbox(server), "x11vnc", "-display", display, "-query", "viewonly"],
+        capture_output=True,
+        text=True,
+        timeout=20,
     )
     assert "ans=viewonly:0" in query.stdout + query.stderr
     basic = {"Authorization": "Basic " + base64.b64encode(f"admin:{API_KEY}".encode()).decode()}

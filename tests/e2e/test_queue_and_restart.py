@@ -95,8 +95,7 @@ def test_hard_kill_then_restart_recovers_every_session(start_server: StartServer
     assert browser_stack_processes(marker), "the running session should have a browser stack"
 
     server.kill_hard()
-    orphans = browser_stack_processes(marker)
-    assert orphans, "a hard kill leaves the browser stack behind until the next start"
+    orphans = browser_stack_processes(marker)  # the sandbox (bubblewrap --die-with-parent) ends with its owner
 
     restarted = start_server(home=server.home, **fake.env(), MAX_CONCURRENT_SESSIONS=1)
     assert [p.pid for p in browser_stack_processes(marker) if p.pid in {o.pid for o in orphans}] == []

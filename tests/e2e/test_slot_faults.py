@@ -104,6 +104,7 @@ def test_a_browser_that_cannot_launch_fails_the_run_and_the_next_run_retries(
     broken = tmp_path / "broken-chromium"
     broken.write_text("#!/bin/sh\necho 'cannot open display' >&2\nexit 1\n")
     broken.chmod(0o755)
+    tmp_path.chmod(0o755)  # the slot's own uid runs it inside the sandbox
     server = start_server(**fake.env(), CHROME_BINARY=broken)
     first = create(server, task=f"{token('LAUNCH')} never gets a browser")
     failed = wait_until_status(server, first["id"], {"error"})

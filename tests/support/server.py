@@ -19,7 +19,7 @@ from tests.support.slot_range import claim_slot_base, free_slot_base, release_sl
 
 REPO = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT = 60.0
-BROWSER_STACK = ("Xvfb", "x11vnc", "websockify", "chromium", "chrome", "chrome_crashpad_handler")
+BROWSER_STACK = ("Xvfb", "x11vnc", "websockify", "chromium", "chrome", "chrome_crashpad_handler", "socat")
 
 
 def free_port() -> int:

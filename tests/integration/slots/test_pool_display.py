@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -99,6 +100,9 @@ async def test_sigkilled_owner_leaves_nothing_behind_for_the_next_pool(settings:
         assert pool.last_cleanup is not None
         # the sandbox dies with its owner (bubblewrap --die-with-parent); the host-side relays are what is left
         assert len(pool.last_cleanup.killed) >= 2
+        for pid in info["pids"]:  # what died with the sandbox is reaped by PID 1, which may take a moment
+            with contextlib.suppress(psutil.NoSuchProcess):
+                psutil.Process(pid).wait(10)
         assert all(_gone(pid) for pid in info["pids"])
         assert not _listening(layout.cdp_port)
         assert not layout.x_lock_path.exists()

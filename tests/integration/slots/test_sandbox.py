@@ -63,6 +63,13 @@ async def _run_inside(slot: Slot, argv: list[str]) -> tuple[int, str]:
     return code, process.output_tail()
 
 
+def _argv(process: psutil.Process) -> list[str]:
+    try:
+        return process.cmdline()
+    except psutil.Error:
+        return []
+
+
 def _program(process: psutil.Process) -> str:
     try:
         if process.status() == psutil.STATUS_ZOMBIE:
@@ -91,7 +98,7 @@ async def test_slot_processes_run_as_the_slots_own_uid_with_chromiums_sandbox_on
             assert uids.real == uid, argv
             assert uids.effective == uid
             assert "--no-sandbox" not in argv
-        renderers = [p for p in processes if "--type=renderer" in p.cmdline()]
+        renderers = [p for p in processes if "--type=renderer" in _argv(p)]
         assert renderers
         for renderer in renderers:  # Chromium's own sandbox: seccomp-bpf, and a user namespace of its own
             status = Path(f"/proc/{renderer.pid}/status").read_text()
