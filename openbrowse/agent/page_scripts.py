@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+from openbrowse.scripthost.page_js import READ_PAGE  # one copy: the sandboxed script host uses it too
+
 SCROLL_ROUNDS = 8
 SCROLL_PAUSE_MS = 600
 SCROLL_CHECK_MS = 50
@@ -88,21 +90,6 @@ function() {{
 }}
 """
 
-
-READ_PAGE = """
-(() => {
-  const jsonld = [];
-  for (const s of document.querySelectorAll('script[type="application/ld+json"]')) {
-    try { jsonld.push(JSON.parse(s.textContent)); } catch (e) {}
-  }
-  const links = Array.from(document.querySelectorAll('a[href]')).map(a => a.href)
-    .filter(h => h.startsWith('http')).slice(0, 500);
-  const text = (document.body ? document.body.innerText : '') || '';
-  return {url: location.href, title: document.title, text: text.slice(0, 60000), jsonld, links,
-          readyState: document.readyState, textChars: text.length,
-          iframes: document.querySelectorAll('iframe').length};
-})()
-"""
 
 RENDER_PROBE = """
 (() => ({ready: document.readyState, chars: document.body ? document.body.innerText.length : 0}))()

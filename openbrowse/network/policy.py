@@ -179,10 +179,6 @@ class NetworkRules:
         reserved = ReservedPorts.from_settings(settings, service_ports)
         return cls.build(settings.NETWORK_POLICY, settings.NETWORK_ALLOWED_HOSTS, reserved=reserved)
 
-    @property
-    def guards_navigation(self) -> bool:
-        return self.policy == "public-only"
-
     def refusal(self, endpoint: Endpoint | Target, addresses: Iterable[IPAddress]) -> NetworkRefused | None:
         """Why this destination may not be reached at these addresses, or None when every address is fine."""
         if isinstance(endpoint, Target):

@@ -1,4 +1,5 @@
-"""JavaScript the host's ``browser`` helpers run in frames (a copy of the server's; a test keeps them equal)."""
+"""JavaScript that reads a page or frame: run by the host's ``browser`` helpers and by the server's readers (the
+server imports it from here, since the host may import nothing of the server)."""
 
 from __future__ import annotations
 

@@ -148,7 +148,7 @@ class HomeSlot:
     @property
     def script_host(self) -> HomeScriptHost | None:
         """The slot's own script host, reached on the API loop (None while the slot has none)."""
-        host = getattr(self._slot, "script_host", None)
+        host = self._slot.script_host
         return None if host is None else HomeScriptHost(self._home, host)
 
 

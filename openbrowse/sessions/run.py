@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 from browser_use import BrowserSession
 
 from openbrowse.agent.capsolver import CapSolverSettings
-from openbrowse.agent.nav_guard import NavigationGuard
 from openbrowse.agent.preflight import follow_up_prompt, goal_sentence
 from openbrowse.agent.replay import replay_preamble
 from openbrowse.agent.runner import AgentRunner, RunSpec
@@ -98,7 +97,6 @@ class AgentEngine:
         self._slot: SlotEndpoints | None = None
         self._folders: BrowserFolders | None = None
         self._network = NetworkRules.from_settings(settings)
-        self._nav_guard: NavigationGuard | None = None
         self._browser: BrowserSession | None = None
         self._scripts: SessionScripts | None = None
         self._runner: AgentRunner | None = None
@@ -166,11 +164,7 @@ class AgentEngine:
                 self._profile = await ProfileSync.start(
                     self._profiles, self._record.profile_id, self._files, self._slot.cdp_ws_url, self._profile_note
                 )
-            if self._network.guards_navigation:
-                codeview = self._settings.codeview_url
-                exempt = frozenset({codeview}) if codeview else frozenset()
-                self._nav_guard = await NavigationGuard.start(self._slot.cdp_url, self._network, exempt)
-            self._scripts = SessionScripts.for_slot(self._slot, f"scripts-{self._record.id}")
+            self._scripts = SessionScripts.for_slot(self._slot)
             with temp_dir_inside(self._files):
                 self._browser = BrowserSession(
                     cdp_url=self._slot.cdp_url,
@@ -305,9 +299,6 @@ class AgentEngine:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(browser.kill(), timeout=10)
         await collect_downloads(self._folders, self._files)  # before the slot and its directory are released
-        nav_guard, self._nav_guard = self._nav_guard, None
-        if nav_guard is not None:
-            await nav_guard.aclose()
         await asyncio.to_thread(_remove_scratch, self._files)
 
     async def _cancel_goal(self) -> None:

@@ -196,7 +196,6 @@ class SlotConfinement:
             f"--proxy-server=http://127.0.0.1:{self._proxy_port}",
             "--proxy-bypass-list=<-loopback>",
             "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
-            "--webrtc-ip-handling-policy=disable_non_proxied_udp",
         ]
 
     # -- stop -----------------------------------------------------------------------------------------------

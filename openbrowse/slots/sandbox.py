@@ -53,6 +53,8 @@ PROBE_TIMEOUT = 10.0
 SYSTEM_DIRS = ("/usr", "/etc")
 TOP_LEVEL_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ENTER = ("--mount", "--pid", "--net", "--ipc", "--uts")
+"""The namespaces ``nsenter`` joins; bubblewrap makes them with :data:`UNSHARE` (mount namespaces always)."""
+UNSHARE = ("--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts")
 
 
 class SandboxUnavailable(OpenBrowseError):
@@ -73,7 +75,7 @@ def sandbox_problem() -> str | None:
         return f"{', '.join(missing)} not installed (Debian packages bubblewrap and util-linux)"
     if os.geteuid() != 0:
         return "the server does not run as root, which creating a slot's namespaces and uid needs"
-    argv = [_tool("bwrap") or "bwrap", *ENTER_FLAGS, "--ro-bind", "/", "/", "--proc", "/proc", "--", "/bin/true"]
+    argv = [_tool("bwrap") or "bwrap", *UNSHARE, "--ro-bind", "/", "/", "--proc", "/proc", "--", "/bin/true"]
     try:
         result = subprocess.run(argv, capture_output=True, timeout=PROBE_TIMEOUT, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -82,9 +84,6 @@ def sandbox_problem() -> str | None:
         detail = result.stderr.decode(errors="replace").strip().splitlines()
         return f"the kernel refused new namespaces ({detail[-1] if detail else f'exit {result.returncode}'})"
     return None
-
-
-ENTER_FLAGS = ("--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts")
 
 
 def system_binds() -> list[str]:
@@ -207,7 +206,7 @@ class SlotSandbox:
         passwd, group = self._write_identity()
         python = sorted({*_python_paths(), *self.readonly})
         mounted = [Path(d) for d in SYSTEM_DIRS] + python
-        args = [_tool("bwrap") or "bwrap", *ENTER_FLAGS, "--die-with-parent", "--hostname", self.name]
+        args = [_tool("bwrap") or "bwrap", *UNSHARE, "--die-with-parent", "--hostname", self.name]
         args += system_binds()
         args += ["--ro-bind", str(passwd), "/etc/passwd", "--ro-bind", str(group), "/etc/group"]
         args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm"]

@@ -26,7 +26,8 @@ from openbrowse.agent.browser_pages import (
     focus_tab,
     frames_of,
 )
-from openbrowse.agent.page_scripts import READ_PAGE, TIMER_FALLBACK_MS, read_when_ready
+from openbrowse.agent.page_scripts import TIMER_FALLBACK_MS, read_when_ready
+from openbrowse.scripthost.page_js import READ_PAGE
 
 PANEL_ATTACH_TIMEOUT = 10.0
 STALE_RETRY = 0.05

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from openbrowse.agent.page_scripts import READ_PAGE as SERVER_READ_PAGE
 from openbrowse.scripthost.capture import Capture
 from openbrowse.scripthost.helpers import STORE_HELPERS, helper, store_helpers
 from openbrowse.scripthost.namespace import AwaitAsyncioRun, Namespace, pick_jsonld
-from openbrowse.scripthost.page_js import READ_PAGE
 
 FILE = "scripts/t.py"
 
@@ -71,10 +69,6 @@ async def test_store_helpers_are_offered_only_with_a_store_and_never_clobber_a_s
 def test_pick_jsonld_finds_nested_and_graph_objects() -> None:
     blocks = [{"@graph": [{"@type": "JobPosting", "title": "A"}, {"@type": ["Thing", "JobPosting"], "title": "B"}]}]
     assert [o["title"] for o in pick_jsonld(blocks, "JobPosting")] == ["A", "B"]
-
-
-def test_the_hosts_page_reader_is_the_servers() -> None:
-    assert READ_PAGE == SERVER_READ_PAGE
 
 
 def test_output_past_the_limit_is_counted_not_kept() -> None:
