@@ -2,8 +2,9 @@
 
 Start order, chosen so the start costs about as much as the slowest process and no more:
 
-* t=0: resolve the browser binary (fails before anything is spawned), spawn Xvfb and websockify (websockify
-  needs no X server and is the slowest to boot), wipe the user-data dir while they boot;
+* t=0: resolve the browser binary and the sandbox mode (both fail before anything is spawned), wipe the slot's
+  directories, bring up its sandbox, relays and egress enforcer (:mod:`.confinement`, about 20 ms), spawn Xvfb
+  and websockify (websockify needs no X server and is the slowest to boot);
 * Xvfb ready (``-displayfd``): spawn x11vnc and Chromium;
 * wait for Chromium's ``/json/version`` (30 s), the single active tab, then the VNC and noVNC ports.
 
@@ -249,18 +250,18 @@ class Slot:
         loop = asyncio.get_running_loop()
         started = loop.time()
         binary = find_browser_binary(self.settings)  # BrowserUnavailable before anything is spawned
-        sandboxed = await self.confinement.decide()  # SandboxUnavailable before anything is spawned
+        await self.confinement.decide()  # SandboxUnavailable before anything is spawned
         self.check_not_blocked()
         self._state = SlotState.STARTING
         self._died = loop.create_future()
         env = child_environment(self.tag)
         if self._ledger is not None:
             self._ledger.add_dir(self.directory)
-        if sandboxed:  # the sandbox binds the fresh dirs (and hands them to its uid), so they come first
-            await asyncio.to_thread(prepare_fresh_dir, self.directory)
-            await asyncio.to_thread(prepare_fresh_dir, self.temp_dir)
-            for folder in (self.downloads_dir, self.uploads_dir):
-                folder.mkdir()
+        # the sandbox binds the fresh dirs (and hands them to its uid), so they come first
+        await asyncio.to_thread(prepare_fresh_dir, self.directory)
+        await asyncio.to_thread(prepare_fresh_dir, self.temp_dir)
+        for folder in (self.downloads_dir, self.uploads_dir):
+            folder.mkdir()
         await self.confinement.start(self._on_spawn, self._on_exit, self._on_limit, browser_dir=binary.path.parent)
         confined = self.confinement.display_confinement()
         self._display = DisplayStack(
@@ -293,9 +294,6 @@ class Slot:
         if vnc:
             self._display.spawn_websockify()
         await self._stage("xvfb-spawned")
-        if not sandboxed:
-            await asyncio.to_thread(prepare_fresh_dir, self.directory)
-            await asyncio.to_thread(prepare_fresh_dir, self.temp_dir)
         await self._display.wait_xvfb()
         await self._stage("xvfb-ready")
         if vnc:
