@@ -11,6 +11,7 @@ import httpx
 import psutil
 import pytest
 
+from openbrowse.slots.layout import slot_layout
 from tests.conftest import StartServer
 from tests.e2e.agent_support import (
     agent_steps,
@@ -25,6 +26,7 @@ from tests.e2e.agent_support import (
     wait_for_message,
     wait_until_status,
 )
+from tests.e2e.browser_support import create_browser, stop_browser
 from tests.fakes.llm_request import LLMRequest, find_index
 from tests.fakes.llm_script import agent_step, done, navigate
 from tests.fakes.llm_server import FakeProvider
@@ -426,3 +428,31 @@ def test_read_pages_detects_shell_reads_and_rereads_them_inside_the_panel(
     assert "read_pages: 3 shell read(s) detected, 3 recovered inside their panel" in read_events(agent_server, sid)
     reply = envelope_in(step_requests(fake, marker)[1], "pages.json")
     assert str(reply["note"]).startswith("Read 3 of 3 page(s)")
+
+
+def test_the_agent_cannot_reach_another_slots_devtools_or_this_service(
+    agent_server: ServerProcess, fake: FakeProvider
+) -> None:
+    """What a hostile page would ask the agent to do (spec §19.2, §24.4): open another slot's DevTools list, or this
+    service's own API. Both are refused at the sandbox's boundary and the feed says so."""
+    with httpx.Client(base_url=agent_server.base_url, timeout=30) as http:
+        other = create_browser(http)  # another live slot, whose DevTools a page would love to drive
+        try:
+            ports = [slot_layout(agent_server.slot_base + i).cdp_port for i in range(3)]
+            marker = token("DEVTOOLS")
+            steps = [navigate(f"http://127.0.0.1:{port}/json/list") for port in ports]
+            steps.append(navigate(f"http://127.0.0.1:{agent_server.port}/v3/sessions"))
+            fake.script(marker, [*steps, done("looked")], when=agent_steps)
+            session = create(agent_server, task=f"{marker} Look at the debugging endpoints.")
+            finished = wait_until_status(agent_server, session["id"], {"stopped", "error"}, timeout=180)
+        finally:
+            stop_browser(http, other["id"])
+    assert finished["status"] == "stopped", finished["lastStepSummary"]
+    requests = step_requests(fake, marker)
+    assert len(requests) == len(steps) + 1
+    for request in requests[1:]:
+        assert "webSocketDebuggerUrl" not in request.text
+        assert "devtools/page" not in request.text
+    assert "Blocked by OpenBrowse network policy" in requests[-1].text
+    refusals = [data_of(m) for m in messages(agent_server, session["id"]) if data_of(m).get("category") == "network"]
+    assert {r.get("rule") for r in refusals} >= {"slot_endpoint", "service_port"}
