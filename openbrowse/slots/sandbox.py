@@ -212,9 +212,10 @@ class SlotSandbox:
         args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm"]
         args += ["--perms", "1777", "--tmpfs", "/tmp"]
         system = [Path(d) for d in SYSTEM_DIRS]
-        for path in python:
-            if not _under(path, system):
-                args += [*_dirs_for([path], system), "--ro-bind", str(path), str(path)]
+        extra = [path for path in python if not _under(path, system)]
+        args += _dirs_for(extra, system)
+        for path in extra:
+            args += ["--ro-bind", str(path), str(path)]
         args += self._mask_args(mounted)
         binds = [*self.writable, self.socket_dir]
         args += _dirs_for(binds, mounted)
