@@ -36,6 +36,7 @@ BENCHMARKS = {
     "server_memory": "Server memory after many sessions (against the original)",
     "warm_spare": "Warm spare against a cold start; boot → /health; slot PSS with and without a viewer",
     "chromium_flags": "Chromium flags against memory (against the slot's flags, same run)",
+    "isolation": "Cost of isolation (against b71b64c)",
 }
 TITLES: dict[str, str] = {}
 PLACEHOLDERS: dict[str, str] = {}
