@@ -25,10 +25,10 @@ async def parked_session(harness: Harness, **fields: object) -> SessionId:
     assert parked.status is S.IDLE and parked.browser_live and parked.output == "42.00 EUR"
     worker = harness.manager.worker(record.id)
     assert worker is not None
-    for _ in range(100):
+    for _ in range(1000):  # the worker parks a few loop turns after the status; under load, turns take longer
         if worker.phase == "parked":
             break
-        await asyncio.sleep(0)
+        await asyncio.sleep(0.005)
     assert worker.phase == "parked"
     return record.id
 
