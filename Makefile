@@ -11,13 +11,21 @@ PYTEST_ARGS ?=
 # Test files run in parallel workers (most of a test is spent waiting on browsers and servers, not on a core).
 TEST_WORKERS ?= 2
 
-.PHONY: run test check lint types e2e deps system-deps venv clean bench lock
+.PHONY: run test test-stress check lint types e2e deps system-deps venv clean bench lock
 
 run: deps
 	$(BIN)/python -m openbrowse serve
 
 test: deps
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+
+# The whole suite while stress-ng keeps every core busy (STRESS_LOAD percent each): waits must be on events, not time.
+STRESS_LOAD ?= 60
+test-stress: deps
+	$(MAKE) system-deps APT_PACKAGES="$(APT_PACKAGES) stress-ng"
+	@stress-ng --cpu 0 --cpu-load $(STRESS_LOAD) --quiet & stress=$$!; \
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS); status=$$?; \
+	kill $$stress; wait $$stress 2>/dev/null; exit $$status
 
 check: deps
 	$(BIN)/ruff format --check openbrowse tests bench

@@ -12,6 +12,7 @@ from openbrowse.api.schemas import WireModel
 from openbrowse.config import Settings
 from openbrowse.domain.browsers import DEFAULT_TIMEOUT_MINUTES, MAX_TIMEOUT_MINUTES, BrowserRecord
 from openbrowse.domain.clock import to_wire
+from openbrowse.domain.end_reasons import browser_end_reason, browser_state
 from openbrowse.sessions.browsers import BrowserRequest
 
 __all__ = [
@@ -74,6 +75,8 @@ class BrowserView(WireModel):
     metadata: dict[str, str] = Field(default_factory=dict)
     extensions: list[Any] = Field(default_factory=list)
     profile_id: str | None = None
+    state: str = "live"
+    end_reason: str | None = None
 
 
 class BrowserListView(WireModel):
@@ -105,4 +108,6 @@ def browser_view(
         finished_at=to_wire(record.finished_at) if record.finished_at is not None else None,
         metadata=record.metadata,
         profile_id=record.profile_id,
+        state=browser_state(record.status, record.stop_reason).value,
+        end_reason=end_reason.value if (end_reason := browser_end_reason(record.status, record.stop_reason)) else None,
     )

@@ -34,6 +34,7 @@ class StatusEventView(WireModel):
     total_cost_usd: str
     is_task_successful: bool | None
     failure_kind: str | None
+    end_reason: str | None = None
     browser_live: bool
     activity: ActivityView | None
 
@@ -71,6 +72,7 @@ def status_view(record: SessionRecord, activity: Activity | None) -> StatusEvent
         total_cost_usd=format_usd(record.total_cost_usd),
         is_task_successful=record.is_task_successful,
         failure_kind=record.failure_kind.value if record.failure_kind else None,
+        end_reason=record.end_reason.value if record.end_reason else None,
         browser_live=record.browser_live,
         activity=activity_view(activity),
     )

@@ -27,6 +27,7 @@ class BrowserStopReason(StrEnum):
     ABANDONED = "abandoned"
     SHUTDOWN = "shutdown"
     RESTART = "restart"
+    MEMORY_LIMIT = "memory_limit"
 
 
 @dataclass(frozen=True, slots=True)

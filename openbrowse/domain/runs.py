@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from openbrowse.domain.end_reasons import EndReason
 from openbrowse.domain.failures import Failure
 
 
@@ -26,6 +27,7 @@ class TurnOutcome:
     is_task_successful: bool | None = None
     failure: Failure | None = None
     release_browser: bool = False
+    end_reason: EndReason | None = None
 
 
 @dataclass(frozen=True, slots=True)

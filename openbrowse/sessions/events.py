@@ -61,6 +61,7 @@ def status_key(record: SessionRecord) -> tuple[object, ...]:
         record.captcha_cost_usd,
         record.is_task_successful,
         record.failure_kind,
+        record.end_reason,
         record.browser_live,
     )
 

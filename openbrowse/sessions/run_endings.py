@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Literal
 
+from openbrowse.domain.end_reasons import EndReason
 from openbrowse.domain.failures import FailureKind
 from openbrowse.domain.feed import FeedEntry, MessageType
 from openbrowse.domain.ids import SessionId
@@ -45,6 +46,7 @@ class Release:
 
     note: str
     final_status: bool = True
+    end_reason: EndReason | None = None
 
 
 class EndingRecorder:
@@ -92,6 +94,7 @@ class EndingRecorder:
             last_step_summary=outcome.summary,
             failure_kind=failure.kind if failure else None,
             failure_status_code=failure.status_code if failure else None,
+            **({"end_reason": outcome.end_reason} if outcome.end_reason else {}),
         )
 
     async def released(self, release: Release) -> None:
@@ -102,7 +105,10 @@ class EndingRecorder:
         async with manager.lock(self.session_id):
             record = await self._runtime.sessions.get(self.session_id)
             if not record.is_queued and record.status.value == "idle":
-                await manager.apply_locked(self.session_id, Trigger.RELEASE, live_url=None, browser_live=False)
+                reason = {"end_reason": release.end_reason} if release.end_reason else {}
+                await manager.apply_locked(
+                    self.session_id, Trigger.RELEASE, live_url=None, browser_live=False, **reason
+                )
 
     # -- ends that are not turn outcomes -----------------------------------------------------------------------
     async def crashed(self, exc: Exception) -> None:

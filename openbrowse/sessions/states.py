@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from openbrowse.domain.end_reasons import EndReason, end_reason_of_failure
+from openbrowse.domain.failures import FailureKind
 from openbrowse.domain.sessions import SessionStatus
 from openbrowse.errors import InvalidTransition
 
@@ -73,3 +75,18 @@ def can(current: SessionStatus, trigger: Trigger) -> bool:
     if trigger is Trigger.BUDGET_STOP:
         return current is S.RUNNING
     return current in TRANSITIONS[trigger]
+
+
+_END_REASONS = {
+    Trigger.TIMEOUT: EndReason.MAX_DURATION,
+    Trigger.RELEASE: EndReason.IDLE_TIMEOUT,
+    Trigger.EXPIRE: EndReason.IDLE_TIMEOUT,
+    Trigger.RESTART_INTERRUPT: EndReason.RUNNER_LOST,
+}
+
+
+def end_reason_of(trigger: Trigger, failure_kind: FailureKind | None) -> EndReason:
+    """The ``endReason`` of a move into a terminal status, when the caller named none (spec §21.1)."""
+    if trigger is Trigger.FAIL:
+        return end_reason_of_failure(failure_kind)
+    return _END_REASONS.get(trigger, EndReason.CLOSED)

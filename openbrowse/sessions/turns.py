@@ -10,6 +10,7 @@ import asyncio
 import json
 from typing import TYPE_CHECKING
 
+from openbrowse.domain.end_reasons import EndReason
 from openbrowse.domain.failures import Failure, FailureKind
 from openbrowse.domain.feed import FeedEntry, MessageType
 from openbrowse.domain.ids import SessionId
@@ -69,7 +70,15 @@ async def _slot_died(runtime: WorkerRuntime, session_id: SessionId, exc: BaseExc
             message=message,
         ),
         release_browser=True,
+        end_reason=death_end_reason(exc),
     )
+
+
+def death_end_reason(exc: BaseException) -> EndReason:
+    """A memory cap hit twice is its own reason (spec §24.5); any other death of the slot is a lost runner."""
+    if isinstance(exc, ResourceLimitExceeded):
+        return EndReason.MEMORY_LIMIT if exc.limit == "memory" else EndReason.ERROR
+    return EndReason.RUNNER_LOST
 
 
 def clip_output(output: object) -> str:

@@ -26,7 +26,7 @@ from openbrowse.sessions.pressure import host_pressure
 from openbrowse.sessions.run_endings import EndingRecorder, Phase, Release, StopReason
 from openbrowse.sessions.sandbox_feed import SandboxFeed
 from openbrowse.sessions.states import Trigger
-from openbrowse.sessions.turns import bounded_turn
+from openbrowse.sessions.turns import bounded_turn, death_end_reason
 from openbrowse.shielding import run_shielded
 from openbrowse.slots.lease import SlotLease as PoolLease
 
@@ -246,7 +246,9 @@ class SessionWorker:
             await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
             if died.done() and not died.cancelled() and died.exception() is None:
-                self._end_wake(Release(f"Keep-alive browser closed: {died.result()}"))
+                self._end_wake(
+                    Release(f"Keep-alive browser closed: {died.result()}", end_reason=death_end_reason(died.result()))
+                )
             else:
                 died.cancel()
                 minutes = max(1, round((timeout or 0) / 60))

@@ -200,7 +200,7 @@ class SlotConfinement:
 
     # -- stop -----------------------------------------------------------------------------------------------
     async def aclose(self) -> None:
-        """Relays, the enforcer, then the holder (which ends anything still inside); shielded."""
+        """The holder (which ends everything inside at once), then the host-side relays and the enforcer; shielded."""
         await run_shielded(self._close())
 
     async def _close(self) -> None:
@@ -209,12 +209,15 @@ class SlotConfinement:
             self._limits = None
         relays, self.relays = self.relays, []
         for relay in relays:
+            relay.expect_exit()
+        if self.sandbox is not None:
+            # first: with the relays closed before it, the namespace took 1-2 s instead of 0.1 s to end (measured)
+            await self.sandbox.aclose()
+            self.sandbox = None
+        for relay in relays:
             await relay.aclose()
         if self.egress is not None:
             await self.egress.aclose()
             self.egress = None
-        if self.sandbox is not None:
-            await self.sandbox.aclose()
-            self.sandbox = None
         for name in ("cdp.sock", "egress.sock", "novnc.sock"):
             (self.socket_dir / name).unlink(missing_ok=True)

@@ -181,6 +181,11 @@ class DisplayStack:
         self._spawn_relays()
         return self.websockify
 
+    @property
+    def relays(self) -> list[ManagedProcess]:
+        """The live view's socat relays (sandboxed slots only)."""
+        return list(self._relays)
+
     def _spawn_relays(self) -> None:
         """In a sandbox, websockify's port lives in the slot's namespace: relay it to the same port on the host."""
         if self.confinement is None:

@@ -400,7 +400,19 @@ class Slot:
         await self._live.reset()
         try:
             script_host, self._script_host = self._script_host, None
-            for step in (script_host, self._browser, self._display, self.confinement):
+            steps: tuple[ScriptHost | BrowserProcess | DisplayStack | SlotConfinement | None, ...] = (
+                script_host,
+                self._browser,
+                self._display,
+                self.confinement,
+            )
+            if self.confinement.sandbox is not None:
+                # Ending the sandbox's namespace first ends everything in it at once (~0.1 s); closing Chromium
+                # first instead leaves its own sandboxed children exiting one by one for over a second.
+                for process in self._sandboxed_processes(script_host):
+                    process.expect_exit()
+                steps = (self.confinement, script_host, self._browser, self._display)
+            for step in steps:
                 if step is None:
                     continue
                 try:
@@ -425,6 +437,12 @@ class Slot:
             self._display = None
             self._state = SlotState.STOPPED
             logger.info("Slot %d stopped in %.3f s", self.index, loop.time() - started)
+
+    def _sandboxed_processes(self, script_host: ScriptHost | None) -> list[ManagedProcess]:
+        found = self.processes() + (self._display.relays if self._display is not None else [])
+        if script_host is not None and script_host.process is not None:
+            found.append(script_host.process)
+        return found
 
     async def _locked_teardown(self) -> None:
         async with self._lock:

@@ -101,7 +101,7 @@ def test_a_run_over_its_time_limit_times_out(start_server: StartServer, fake: Fa
     fake.script(marker, [structured(done("too late"), delay=30)], when=agent_steps)
     session = create(server, task=f"{marker} take forever")
     ended = wait_until_status(server, session["id"], {"timed_out", "stopped", "error"}, timeout=60)
-    assert ended["status"] == "timed_out"
+    assert ended["status"] == "timed_out" and ended["endReason"] == "max_duration"
     assert ended["failureKind"] == "session_timeout" and ended["failureStatusCode"] is None
     assert ended["isTaskSuccessful"] is False and ended["browserLive"] is False
     assert ended["lastStepSummary"] == "Timed out after 4 s. There was no output to keep."

@@ -234,8 +234,9 @@ async def test_stopping_releases_the_slot_to_a_queued_browser(http: httpx.Client
         answer = await second
     assert answer.status_code == 201, answer.text
     queued = answer.json()
-    assert queued["status"] == "active"
-    assert stop_browser(http, queued["id"])["status"] == "stopped"
+    assert (queued["status"], queued["state"], queued["endReason"]) == ("active", "live", None)
+    ended = stop_browser(http, queued["id"])
+    assert (ended["status"], ended["state"], ended["endReason"]) == ("stopped", "ended", "closed")
     deadline = time.monotonic() + 10
     while stack_processes(server):
         assert time.monotonic() < deadline, [p.name() for p in stack_processes(server)]
@@ -286,6 +287,7 @@ async def test_a_browser_stops_at_its_timeout(http: httpx.Client) -> None:
         assert time.monotonic() < deadline, "the browser outlived its timeout"
         await asyncio.sleep(0.1)
     assert current["cdpUrl"] is None and current["liveUrl"] is None
+    assert (current["state"], current["endReason"]) == ("ended", "max_duration")
     assert datetime.fromisoformat(current["finishedAt"]) >= datetime.fromisoformat(created["timeoutAt"])
     replacement = create_browser(http)  # the slot came back
     stop_browser(http, replacement["id"])
@@ -305,4 +307,5 @@ def test_restart_marks_browsers_of_the_previous_process_stopped(tmp_path: Path) 
     finally:
         second.stop()
     assert after["status"] == "stopped" and after["finishedAt"] is not None and after["cdpUrl"] is None
+    assert (after["state"], after["endReason"]) == ("lost", "runner_lost")
     assert not first.leftovers() and not second.leftovers()

@@ -112,7 +112,8 @@ def colour_share(png: bytes, colour: tuple[int, int, int], tolerance: int = 14) 
 async def watch_live_view(page: Page, server: ServerProcess, live_url: str) -> None:
     await page.goto(f"{server.base_url}{live_url}")
     try:
-        await page.wait_for_function("document.body.dataset.state === 'connected'", timeout=30_000)
+        # a locator, not wait_for_function: the viewer's CSP refuses the eval that a string predicate needs
+        await page.locator("body[data-state=connected]").wait_for(state="attached", timeout=30_000)
     except Exception:
         state = await page.evaluate("document.body.dataset.state + ' ' + document.body.innerText")
         raise AssertionError(f"{live_url}: {state}\n{server.log()[-3000:]}") from None

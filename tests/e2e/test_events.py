@@ -71,7 +71,7 @@ def test_stream_delivers_every_message_once_across_a_disconnect_and_resume(
     assert statuses[-1]["status"] == "running" and statuses[-1]["browserLive"] is True
     assert statuses[-1]["liveUrl"] and set(statuses[-1]) == {
         "status", "liveUrl", "stepCount", "totalInputTokens", "totalOutputTokens", "llmCostUsd", "captchaCostUsd",
-        "totalCostUsd", "isTaskSuccessful", "failureKind", "browserLive", "activity",
+        "totalCostUsd", "isTaskSuccessful", "failureKind", "endReason", "browserLive", "activity",
     }  # fmt: skip
     labels = [payload(e)["label"] for e in first if e.event == "activity" and payload(e)]
     assert "Preparing next step" in labels and "Running actions" in labels

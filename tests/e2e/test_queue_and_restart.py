@@ -103,6 +103,7 @@ def test_hard_kill_then_restart_recovers_every_session(start_server: StartServer
     assert interrupted["status"] == "error"
     assert interrupted["lastStepSummary"] == "Interrupted by server restart"
     assert interrupted["failureKind"] is None and interrupted["browserLive"] is False
+    assert interrupted["endReason"] == "runner_lost"
     assert any(data_of(m).get("action") == "restart" for m in messages(restarted, a["id"]) if m["type"] == "event")
 
     done_b = wait_until_status(restarted, b["id"], {"stopped", "error"})
