@@ -31,5 +31,5 @@ VOLUME ["/app/data"]
 EXPOSE 8420
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
   CMD curl -fsS http://127.0.0.1:8420/health || exit 1
-# API_KEY is required: the server refuses to start on 0.0.0.0 without it.
+# API_KEY and DASHBOARD_PASSWORD (its own secret) are required: the server refuses to start on 0.0.0.0 without them.
 CMD ["python", "-m", "openbrowse", "serve"]

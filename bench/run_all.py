@@ -37,6 +37,7 @@ BENCHMARKS = {
     "warm_spare": "Warm spare against a cold start; boot → /health; slot PSS with and without a viewer",
     "chromium_flags": "Chromium flags against memory (against the slot's flags, same run)",
     "isolation": "Cost of isolation (against b71b64c)",
+    "burst": "A burst of 2,000 creates against a one-slot server: /health and the dashboard meanwhile",
 }
 TITLES: dict[str, str] = {}
 PLACEHOLDERS: dict[str, str] = {}

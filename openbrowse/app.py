@@ -12,20 +12,25 @@ from fastapi.middleware.cors import CORSMiddleware
 
 from openbrowse import __version__
 from openbrowse.api.auth import Authenticator, view_token
+from openbrowse.api.body_limit import BodyLimit
 from openbrowse.api.dashboard import install_dashboard
+from openbrowse.api.docs_page import install_docs
 from openbrowse.api.errors import install_error_handlers
 from openbrowse.api.openapi_docs import GUARDED, finish_openapi
 from openbrowse.api.origin_guard import BrowserGuard, OriginPolicy
 from openbrowse.api.routes import browsers, codeview, events, health, live, profiles, sessions
+from openbrowse.api.stream_places import StreamPlaces
 from openbrowse.bootstrap import empty_temp_dir, prepare_process_environment
 from openbrowse.config import Settings
 from openbrowse.domain.sessions import SessionRecord
 from openbrowse.errors import ConfigError, InvalidRequest
+from openbrowse.file_modes import log_loose_files
 from openbrowse.llm.catalog import EFFORTS, MODELS, resolve_model
 from openbrowse.llm.keys import missing_provider_key
 from openbrowse.loop_lag import LoopLagMonitor
 from openbrowse.profiles.service import ProfileService, prepare_directory
 from openbrowse.sessions.activity import ActivityBoard
+from openbrowse.sessions.admission import QueueAdmission
 from openbrowse.sessions.browsers import BrowserService
 from openbrowse.sessions.live import LiveTargets
 from openbrowse.sessions.manager import SessionManager
@@ -76,6 +81,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.loop_lag = await stack.enter_async_context(LoopLagMonitor())
             app.state.sandbox_problem = await asyncio.to_thread(report_sandbox, settings)
             db = await stack.enter_async_context(Database(settings.db_path))
+            app.state.file_warnings = await asyncio.to_thread(log_loose_files, settings)  # spec §25.4
             session_repo = SessionRepo(db)
             feed_repo = FeedRepo(db)
             activity = app.state.activity = ActivityBoard()
@@ -102,7 +108,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 live_url=lambda session_id: live_url_for(settings, session_id),
                 engine_ready=engines.ready,
             )
-            manager = SessionManager(settings, session_repo, feed_repo, ProfileRepo(db), runtime)
+            admission = QueueAdmission(settings.MAX_QUEUED, pool)
+            manager = SessionManager(settings, session_repo, feed_repo, ProfileRepo(db), runtime, admission=admission)
             app.state.manager = await stack.enter_async_context(manager)
             app.state.pool = pool
             raw_browsers = BrowserService(
@@ -111,6 +118,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 pool,
                 live_url=lambda browser_id: live_url_for(settings, browser_id),
                 files_dir=settings.data_dir / "browsers",
+                admission=admission,
             )
             app.state.browsers = await stack.enter_async_context(raw_browsers)
             app.state.live_targets = LiveTargets(manager, raw_browsers)
@@ -119,9 +127,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             )
             yield
 
-    app = FastAPI(title="OpenBrowse", version=__version__, lifespan=lifespan)
+    app = FastAPI(title="OpenBrowse", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.settings = settings
     app.state.authenticator = Authenticator(settings)
+    app.state.event_streams = StreamPlaces(settings.EVENTS_MAX_STREAMS_PER_SESSION, settings.EVENTS_MAX_STREAMS)
+    app.add_middleware(BodyLimit)  # innermost of the three: refused bodies still get CORS headers (spec §25.1)
     policy = OriginPolicy.from_settings(settings)
     if policy.cors_origins:
         app.add_middleware(
@@ -140,5 +150,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(live.router, responses=GUARDED)
     app.include_router(codeview.router, responses=GUARDED)
     install_dashboard(app, models=sorted(MODELS), efforts=EFFORTS)
+    install_docs(app, enabled=settings.docs_enabled)  # local Swagger UI, or none (spec §25.2)
     finish_openapi(app)
     return app

@@ -36,6 +36,8 @@ def prepare_process_environment(data_dir: Path | None = None) -> None:
     for name, value in _FIXED.items():
         os.environ[name] = value
     if data_dir is not None:
+        if not data_dir.exists():
+            data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # spec §25.3: the data dir is private
         os.environ.setdefault("BROWSER_USE_CONFIG_DIR", str(data_dir / "browseruse"))
         os.environ.setdefault("XDG_CACHE_HOME", str(data_dir / "cache"))
         folder = process_temp_dir(data_dir)

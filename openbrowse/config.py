@@ -6,6 +6,8 @@ time. ``OPENBROWSE_HOME`` is read from the real environment only, because it dec
 
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import os
 import pwd
 from pathlib import Path
@@ -19,7 +21,8 @@ from openbrowse.errors import ConfigError
 LAST_SLOT_INDEX = 169
 """Slot 170 would put a VNC port (5910+i) on the first noVNC port (6080)."""
 
-_LOOPBACK_HOSTS = {"127.0.0.1", "::1", "localhost", "ip6-localhost"}
+_LOOPBACK_NAMES = {"localhost", "ip6-localhost", "ip6-loopback"}
+"""Names that mean loopback by convention (``/etc/hosts``); any other name may resolve anywhere."""
 
 
 def _user_home() -> Path:
@@ -44,7 +47,18 @@ def default_home() -> Path:
 
 
 def is_loopback(host: str) -> bool:
-    return host in _LOOPBACK_HOSTS or host.startswith("127.")
+    """Exactly the loopback names and addresses (127.0.0.0/8, ``::1``), never a name that merely starts like one:
+    ``127.example.com`` is a DNS name that can point anywhere (spec §25.2)."""
+    if host.lower() in _LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def constant_time_same(a: str, b: str) -> bool:
+    return hmac.compare_digest(a.encode("utf-8"), b.encode("utf-8"))
 
 
 def _comma_list(value: str | None) -> tuple[str, ...]:
@@ -71,6 +85,10 @@ class Settings(BaseSettings):
     ALLOW_INSECURE_NO_AUTH: bool = False
     DASHBOARD_USER: str = "admin"
     DASHBOARD_PASSWORD: str | None = None
+    """The dashboard's own secret (login form and HTTP Basic); never the API key. Required with ``API_KEY`` on a
+    non-loopback bind; unset elsewhere, the dashboard takes only the API key header (spec §25.2)."""
+    DOCS_ENABLED: bool | None = None
+    """Serve ``/docs`` (Swagger UI from local files). Default: on only while ``HOST`` is a loopback address."""
 
     ALLOWED_HOSTS: str | None = None
     """Extra names accepted in the ``Host`` header, comma-separated (``*.example.com`` matches subdomains)."""
@@ -142,6 +160,12 @@ class Settings(BaseSettings):
 
     EVENTS_PING_INTERVAL: float = Field(default=15, gt=0)
     """Seconds between heartbeat comments on ``/v3/sessions/{id}/events``, so proxies keep the stream open."""
+    EVENTS_MAX_STREAMS_PER_SESSION: int = Field(default=20, ge=1)
+    """Open ``/events`` streams one session may have at once; one more is a 429 (spec §25.1)."""
+    EVENTS_MAX_STREAMS: int = Field(default=200, ge=1)
+    """Open ``/events`` streams of all sessions together; one more is a 429 (spec §25.1)."""
+    MAX_QUEUED: int = Field(default=1000, ge=0)
+    """Agent runs and raw browsers that may wait for a display slot at once; one more is a 429 (spec §25.1)."""
 
     @field_validator("LOG_LEVEL", mode="before")
     @classmethod
@@ -162,6 +186,17 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"HOST={self.HOST} is not a loopback address, so API_KEY must be set "
                 "(or ALLOW_INSECURE_NO_AUTH=1 to serve without auth, for development only)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _dashboard_password_is_its_own(self) -> Settings:
+        if self.DASHBOARD_PASSWORD and self.API_KEY and constant_time_same(self.DASHBOARD_PASSWORD, self.API_KEY):
+            raise ValueError("DASHBOARD_PASSWORD must differ from API_KEY: the dashboard has a secret of its own")
+        if self.auth_enabled and not self.DASHBOARD_PASSWORD and not is_loopback(self.HOST):
+            raise ValueError(
+                f"HOST={self.HOST} is not a loopback address and API_KEY is set, so DASHBOARD_PASSWORD must be set "
+                "too: the dashboard has its own password and never takes the API key as one"
             )
         return self
 
@@ -225,7 +260,12 @@ class Settings(BaseSettings):
 
     @property
     def dashboard_password(self) -> str | None:
-        return self.DASHBOARD_PASSWORD or self.API_KEY
+        """The dashboard's login and Basic password; None turns both off (the API key header still works)."""
+        return self.DASHBOARD_PASSWORD or None
+
+    @property
+    def docs_enabled(self) -> bool:
+        return self.DOCS_ENABLED if self.DOCS_ENABLED is not None else is_loopback(self.HOST)
 
     @property
     def openai_api_style(self) -> Literal["responses", "chat"]:

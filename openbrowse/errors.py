@@ -13,7 +13,8 @@ OpenBrowseError
 │   ├── ProcessStartError       it could not be spawned or never became ready (stderr tail attached)
 │   └── ProcessDied             it exited while it was supposed to be running
 │       └── ResourceLimitExceeded  a slot's sandbox went over a cap (memory twice, or disk)
-└── BrowserUnavailable          no usable Chromium binary, or the browser could not be launched
+├── BrowserUnavailable          no usable Chromium binary, or the browser could not be launched
+└── OverLimit                   a bound of the control plane is reached: the queue, the event streams (429)
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ __all__ = [
     "MalformedRequest",
     "NotFound",
     "OpenBrowseError",
+    "OverLimit",
     "ProcessDied",
     "ProcessError",
     "ProcessStartError",
@@ -140,3 +142,13 @@ class BrowserUnavailable(OpenBrowseError):
     """No usable Chromium binary was found, or the browser could not be launched."""
 
     code = "browser_unavailable"
+
+
+class OverLimit(OpenBrowseError):
+    """A bound of the control plane is reached (spec §25.1): the request is refused, nothing was done (HTTP 429)."""
+
+    code = "over_limit"
+
+    def __init__(self, message: str, retry_after: int = 5) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -1,4 +1,4 @@
-"""Logging: one line per event, each tagged with the session it belongs to."""
+"""Logging: one line per event, each tagged with the session it belongs to, with every session's secrets hidden."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import contextvars
 import logging
 import re
 import sys
+
+from openbrowse.domain.redaction import REDACTORS
 
 session_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("openbrowse_session_id", default="-")
 
@@ -32,12 +34,35 @@ class SessionIdFilter(logging.Filter):
     """Tags each record with its session and redacts ``token=`` values (live-view and CDP URLs are logged)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if _is_unlocked_domains_warning(record):
+            return False
         record.session_id = session_id_var.get()
         if record.args:
             record.args = tuple(_TOKEN.sub(r"\1***", a) if isinstance(a, str) else a for a in record.args)
         if isinstance(record.msg, str) and "token=" in record.msg:
             record.msg = _TOKEN.sub(r"\1***", record.msg)
+        _redact_secrets(record)
         return True
+
+
+def _is_unlocked_domains_warning(record: logging.LogRecord) -> bool:
+    """browser-use warns on every agent with ``sensitive_data`` unless navigation is locked to a domain list; here
+    the secrets reach only typing on matching origins (``agent/secret_typing.py``), so the warning is wrong."""
+    return record.name.startswith("browser_use.Agent") and "is not locked down" in str(record.msg)
+
+
+def _redact_secrets(record: logging.LogRecord) -> None:
+    """Spec §25.3: no session's ``sensitiveData`` value reaches the log, in the message or a traceback."""
+    redactor = REDACTORS.everyone
+    if not redactor:
+        return
+    record.msg, record.args = redactor.text(record.getMessage()), None
+    if record.exc_info and not record.exc_text:
+        record.exc_text = logging.Formatter().formatException(record.exc_info)
+    if record.exc_text:
+        record.exc_text = redactor.text(record.exc_text)
+    if record.stack_info:
+        record.stack_info = redactor.text(record.stack_info)
 
 
 def configure_logging(level: str = "INFO") -> None:

@@ -26,6 +26,11 @@ def serve(settings: Settings) -> None:
                 "API_KEY is not set: serving without authentication because HOST=%s is a loopback address.",
                 settings.HOST,
             )
+    if settings.auth_enabled and not settings.dashboard_password:
+        logger.info(
+            "DASHBOARD_PASSWORD is not set: the dashboard's login form and HTTP Basic are off "
+            "(its pages take the API key header only)."
+        )
     app = create_app(settings)
     config = uvicorn.Config(
         app,

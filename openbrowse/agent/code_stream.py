@@ -67,7 +67,9 @@ class CodeStreamer:
         write_event: WriteEvent,
         *,
         clock: Callable[[], float] = time.monotonic,
+        redact: Callable[[str], str] = str,
     ) -> None:
+        self._redact = redact  # the session's redactor: the activity stream and the code tab hide its secrets
         self._tab = CodeTab(browser, codeview_url) if codeview_url else None
         self._activity = activity
         self._write_event = write_event
@@ -118,11 +120,13 @@ class CodeStreamer:
 
     # -- the script runs (called by run_code_file) -------------------------------------------------------------
     async def running(self, name: str, code: str) -> None:
+        code = self._redact(code)
         self._activity.code(name, code, CodeStatus.RUNNING)
         if await self._ensure_tab():
             await self._show(name, code, CodeStatus.RUNNING.value)
 
     async def finished(self, name: str, code: str, *, failed: bool) -> None:
+        code = self._redact(code)
         self._activity.code(name, code, CodeStatus.DONE)
         await self._show(name, code, FAILED if failed else CodeStatus.DONE.value)
         await self.close()
@@ -148,7 +152,7 @@ class CodeStreamer:
 
     async def _push_writing(self) -> None:
         name = self._decoder.name or UNNAMED
-        code = self._decoder.code
+        code = self._redact(self._decoder.code)
         self._pushed_at = self._clock()
         self._pushed_code = code
         self._activity.code(name, code, CodeStatus.WRITING)

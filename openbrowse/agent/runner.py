@@ -22,11 +22,13 @@ from openbrowse.agent.budget import TurnSpend, over_budget
 from openbrowse.agent.capsolver import CapSolverSettings
 from openbrowse.agent.chat import AgentCallLog, AgentChatModel
 from openbrowse.agent.code_stream import CodeStreamer
+from openbrowse.agent.file_sweep import FileSweep
 from openbrowse.agent.lean_state import LeanState
 from openbrowse.agent.prompts import MAX_ACTIONS_PER_STEP, system_prompt
 from openbrowse.agent.review_loop import ReviewLoop
 from openbrowse.agent.run_feed import RunFeed
 from openbrowse.agent.sdk_free import without_anthropic_sdk
+from openbrowse.agent.secret_typing import confine_secrets
 from openbrowse.agent.steps import failed_step_entry, step_entry
 from openbrowse.agent.structured import StructuredOutput
 from openbrowse.agent.temp_dir import temp_dir_inside
@@ -43,8 +45,10 @@ from openbrowse.domain.failures import FailureKind
 from openbrowse.domain.feed import EventCategory, FeedSink, MessageType
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.money import format_usd
+from openbrowse.domain.redaction import REDACTORS
 from openbrowse.domain.runs import Salvage, TurnOutcome
 from openbrowse.domain.scripts import ScriptRunner
+from openbrowse.domain.secrets import ScopedSecrets
 from openbrowse.llm.failures import classify, is_provider_failure
 from openbrowse.network.policy import NetworkRules
 
@@ -83,7 +87,7 @@ class RunSpec:
     session_id: SessionId
     files_dir: Path
     output_schema: dict[str, Any] | None = None
-    sensitive_data: dict[str, str] | None = None
+    sensitive_data: ScopedSecrets | None = None
     system_prompt_extension: str | None = None
     network: NetworkRules = field(default_factory=NetworkRules)
     captcha: CapSolverSettings | None = None
@@ -136,7 +140,13 @@ class AgentRunner:
         self._feed = RunFeed(spec.session_id, sink)
         self._log = AgentCallLog()
         self._activity = activity
-        self._code = CodeStreamer(browser_session, spec.codeview_url, activity, self._code_write_event)
+        self._code = CodeStreamer(
+            browser_session,
+            spec.codeview_url,
+            activity,
+            self._code_write_event,
+            redact=lambda text: REDACTORS.of(spec.session_id).text(text),
+        )
         self._llm = AgentChatModel(llm, self._log, activity, self._code)
         self._sink = sink
         self._callbacks = callbacks
@@ -154,6 +164,7 @@ class AgentRunner:
         self._step_summaries: list[str] = []
         self._step_version_at_start = 0
         self._captcha = CaptchaSolver(spec.captcha, callbacks.captcha_spent) if spec.captcha is not None else None
+        self._files = FileSweep(spec.files_dir)
 
     @property
     def clipboard(self) -> Clipboard:
@@ -168,6 +179,12 @@ class AgentRunner:
     def structured(self) -> StructuredOutput:
         """The answer store (when the schema converts) and evidence: also what a sandbox binds."""
         return self._structured
+
+    async def sweep_files(self) -> None:
+        """Hide the session's secrets in every file of its area changed since the last sweep (spec §25.3)."""
+        redactor = REDACTORS.of(self._spec.session_id)
+        if redactor:
+            await asyncio.to_thread(self._files.sweep, redactor)
 
     async def salvage(self) -> Salvage:
         """What an interrupted turn keeps (spec §13.8); see ``TurnEnd.salvage``."""
@@ -262,6 +279,7 @@ class AgentRunner:
             ),
             before_guard=[lambda registry: self._structured.register(registry, self._gate_event)],
         )
+        confine_secrets(tools, self._spec.sensitive_data)  # typed on matching origins only, never sent
         start_url = self._clipboard.get("startUrl")
         extension = "\n\n".join(p for p in (self._spec.system_prompt_extension, self._structured.prompt_block()) if p)
         prompt = system_prompt(
@@ -310,6 +328,7 @@ class AgentRunner:
         await self._code.close()  # the script's action was never reached, or the guard refused it
         self._lean.discard(self._browser)
         summary = await self._record_step(agent)
+        await self.sweep_files()
         await self._capture_start_url()
         await self._callbacks.step_finished(summary)
         self._spend.record_step(self._callbacks.total_cost())

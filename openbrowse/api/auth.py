@@ -1,9 +1,16 @@
-"""API-key authentication with a per-IP failed-attempt throttle (spec §2.1).
+"""API-key authentication with a per-IP failed-attempt throttle (spec §2.1), and the dashboard's credentials.
 
 The client IP is the socket peer as uvicorn resolved it: uvicorn replaces the peer with the
 ``X-Forwarded-For`` client only when the peer is a proxy listed in ``FORWARDED_ALLOW_IPS`` (none by default,
 see ``server.py``). A header sent by anyone else changes nothing, so rotating it buys no extra guesses and
-naming a victim's address locks only the sender out.
+naming a victim's address locks only the sender out. An IPv6 client is counted by its /64: one host
+usually holds a whole /64, so counting each address would give it 2**64 fresh sets of guesses.
+
+The dashboard's credentials (HTTP Basic with ``DASHBOARD_USER``/``DASHBOARD_PASSWORD``, or the login cookie)
+are ambient: a browser attaches them to any request, whichever page triggered it. They are therefore honoured
+only on requests from this server's own pages (spec §25.2): a request that says it comes from elsewhere
+(``Sec-Fetch-Site`` other than ``same-origin``/``none``, or an ``Origin`` other than the request's own) and
+carries them is refused 403 before the password is looked at, and is not counted as a failed guess.
 """
 
 from __future__ import annotations
@@ -11,15 +18,18 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import ipaddress
 import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
+from starlette.exceptions import HTTPException
 from starlette.requests import HTTPConnection
 
+from openbrowse.api.login_sessions import LoginSessions, cookie_name
+from openbrowse.api.origin_guard import normalize_origin, own_origin
 from openbrowse.config import Settings
 
 FREE_FAILURES = 5
@@ -28,10 +38,24 @@ MAX_TRACKED_CLIENTS = 10_000
 FIRST_LOCKOUT_SECONDS = 1.0
 MAX_LOCKOUT_SECONDS = 900.0
 API_KEY_HEADER = "x-browser-use-api-key"
+CROSS_SITE_REFUSED = "Another site's page may not use the dashboard's credentials; send the API key instead"
+_SAME_ORIGIN_SITES = {"same-origin", "none"}  # "none": typed into the address bar, a bookmark
+IPV6_THROTTLE_PREFIX = 64
 
 
 class AuthFailed(Exception):
-    """Missing or wrong credentials (401)."""
+    """Missing or wrong credentials (401). ``challenge``: whether to ask for Basic (``WWW-Authenticate``)."""
+
+    def __init__(self, message: str, *, challenge: bool = True) -> None:
+        super().__init__(message)
+        self.challenge = challenge
+
+
+class CrossSiteCredentials(HTTPException):
+    """The dashboard's Basic credentials or cookie on a request another site's page made (403)."""
+
+    def __init__(self) -> None:
+        super().__init__(403, CROSS_SITE_REFUSED)
 
 
 class AuthThrottled(Exception):
@@ -93,6 +117,42 @@ def client_ip(conn: HTTPConnection) -> str:
     return conn.client.host if conn.client else "unknown"
 
 
+def throttle_key(address: str) -> str:
+    """What the throttle counts: an IPv4 address as it is, an IPv6 address by its /64 (an IPv4-mapped one as
+    its IPv4 address); anything unparsable as given."""
+    try:
+        parsed = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.IPv6Network((parsed, IPV6_THROTTLE_PREFIX), strict=False))
+    return str(parsed)
+
+
+def from_own_pages(conn: HTTPConnection) -> bool:
+    """Nothing in the request says another page made it: ``Sec-Fetch-Site`` (when sent) is ``same-origin`` or
+    ``none``, and ``Origin`` (when sent) is the request's own. Same-origin, stricter than same-site: another port
+    on the same host is the same site but may be anybody's server."""
+    site = conn.headers.get("sec-fetch-site")
+    if site is not None and site not in _SAME_ORIGIN_SITES:
+        return False
+    origin = conn.headers.get("origin")
+    if origin is None:
+        return True
+    own = own_origin(str(conn.scope.get("scheme", "http")), conn.headers.get("host"))
+    return own is not None and normalize_origin(origin) == own
+
+
+def is_navigation(conn: HTTPConnection) -> bool:
+    """A browser loading a page (a link, the address bar, a form), not a script or a sub-resource."""
+    mode = conn.headers.get("sec-fetch-mode")
+    if mode is not None:
+        return mode == "navigate"
+    return "text/html" in conn.headers.get("accept", "")
+
+
 def presented_key(conn: HTTPConnection) -> str | None:
     """The API key from ``X-Browser-Use-API-Key`` (wins) or ``Authorization: Bearer``."""
     header = conn.headers.get(API_KEY_HEADER)
@@ -127,28 +187,42 @@ def view_token(api_key: str, resource_id: str) -> str:
 
 
 class Authenticator:
-    """Decides whether a request may pass. One instance per app; the throttle state lives here (in memory)."""
+    """Decides whether a request may pass. One instance per app; the throttle and the dashboard's logins live here
+    (in memory)."""
 
-    def __init__(self, settings: Settings, throttle: FailureThrottle | None = None) -> None:
+    def __init__(
+        self, settings: Settings, throttle: FailureThrottle | None = None, logins: LoginSessions | None = None
+    ) -> None:
         self._settings = settings
-        self.throttle = throttle or FailureThrottle()
+        self.throttle = throttle if throttle is not None else FailureThrottle()
+        self.logins = logins if logins is not None else LoginSessions()
 
     @property
     def enabled(self) -> bool:
         return self._settings.auth_enabled
+
+    @property
+    def login_available(self) -> bool:
+        """The login form and Basic work only with a ``DASHBOARD_PASSWORD``; without one only the API key does."""
+        return self.enabled and bool(self._settings.dashboard_password)
 
     def _key_ok(self, conn: HTTPConnection) -> bool:
         key = presented_key(conn)
         expected = self._settings.API_KEY or ""
         return key is not None and constant_time_equal(key, expected)
 
-    def _basic_ok(self, conn: HTTPConnection) -> bool:
-        credentials = _basic_credentials(conn)
-        password = self._settings.dashboard_password
-        if credentials is None or not password:
+    def password_ok(self, user: str, password: str) -> bool:
+        expected = self._settings.dashboard_password
+        if not expected:
             return False
-        user_ok = constant_time_equal(credentials[0], self._settings.DASHBOARD_USER)
-        return constant_time_equal(credentials[1], password) and user_ok
+        user_ok = constant_time_equal(user, self._settings.DASHBOARD_USER)
+        return constant_time_equal(password, expected) and user_ok
+
+    def login_token(self, conn: HTTPConnection) -> str | None:
+        return conn.cookies.get(cookie_name(conn)) or None
+
+    def signed_in_by_cookie(self, conn: HTTPConnection) -> bool:
+        return self.logins.valid(self.login_token(conn))
 
     def _token_ok(self, conn: HTTPConnection, resource_id: str | None) -> bool:
         token = conn.query_params.get("token")
@@ -156,40 +230,67 @@ class Authenticator:
             return False
         return constant_time_equal(token, view_token(self._settings.API_KEY or "", resource_id))
 
-    def _same_site_basic_ok(self, conn: HTTPConnection) -> bool:
-        """Basic credentials sent by this server's own pages (the dashboard), never by a cross-site request.
+    def _dashboard_credentials_ok(self, conn: HTTPConnection) -> bool:
+        """Basic credentials or the login cookie, from this server's own pages only (see the module docstring).
 
-        Browsers attach cached Basic credentials to any request, so a request another site triggers (a form
-        post, a fetch) must not be able to use them: it says so in ``Sec-Fetch-Site`` or ``Origin``.
+        Raises :class:`CrossSiteCredentials` when either is on a request another page made: browsers attach both
+        to any request, so a form post or a fetch from elsewhere must not be able to use them.
         """
-        site = conn.headers.get("sec-fetch-site")
-        if site is not None and site not in {"same-origin", "none"}:
+        basic = _basic_credentials(conn)
+        token = self.login_token(conn)
+        if basic is None and token is None:
             return False
-        origin = conn.headers.get("origin")
-        if origin is not None and urlsplit(origin).netloc != conn.headers.get("host", ""):
-            return False
-        return self._basic_ok(conn)
+        if not from_own_pages(conn):
+            raise CrossSiteCredentials()
+        return (basic is not None and self.password_ok(*basic)) or self.logins.valid(token)
 
     def require_api_key(self, conn: HTTPConnection) -> None:
-        """For ``/v3/*`` and ``/health/details``: the API key, or the dashboard's Basic credentials same-site."""
-        self.require(conn, lambda: self._key_ok(conn) or self._same_site_basic_ok(conn))
+        """For ``/v3/*`` and ``/health/details``: the API key, or the dashboard's credentials from its own pages."""
+        self.require(conn, lambda: self._key_ok(conn) or self._dashboard_credentials_ok(conn))
 
     def require_dashboard(self, conn: HTTPConnection) -> None:
-        """For the dashboard's pages: the API key or the dashboard's Basic credentials (spec §19.4)."""
-        self.require(conn, lambda: self._key_ok(conn) or self._basic_ok(conn))
+        """For the dashboard's pages: the API key, or the dashboard's credentials from its own pages (spec §25.2)."""
+        self.require(conn, lambda: self._key_ok(conn) or self._dashboard_credentials_ok(conn))
 
     def require_viewer(self, conn: HTTPConnection, resource_id: str | None) -> None:
-        """For live-view routes: the API key, HTTP Basic, or the resource's view token."""
-        self.require(conn, lambda: self._key_ok(conn) or self._basic_ok(conn) or self._token_ok(conn, resource_id))
+        """For live-view routes: the API key, the resource's view token, or the dashboard's credentials from its
+        own pages. The token is looked at first, so an embedding page's stray ambient credentials never spoil it."""
+        self.require(
+            conn,
+            lambda: self._key_ok(conn) or self._token_ok(conn, resource_id) or self._dashboard_credentials_ok(conn),
+        )
 
     def require(self, conn: HTTPConnection, check: Callable[[], bool]) -> None:
-        """Pass if auth is off or ``check()`` holds; otherwise count a failure (throttled per client IP)."""
+        """Pass if auth is off or ``check()`` holds; otherwise count a failure (throttled per client IP, IPv6 per
+        /64). A :class:`CrossSiteCredentials` refusal from ``check()`` passes through uncounted."""
         if not self.enabled:
             return
-        client = client_ip(conn)
+        client = throttle_key(client_ip(conn))
         self.throttle.check(client)
         if check():
             self.throttle.succeeded(client)
             return
+        stale_login = self.login_token(conn) is not None
+        if not (stale_login and self._no_key_basic_or_token(conn)):
+            # A login cookie is 256 random bits, nothing to guess: an expired one (a dashboard tab left open,
+            # still polling) must not lock its owner out of the login form.
+            self.throttle.failed(client)
+        raise AuthFailed("Invalid API key", challenge=self.login_available and not stale_login)
+
+    def _no_key_basic_or_token(self, conn: HTTPConnection) -> bool:
+        has_authorization = bool(conn.headers.get("authorization"))
+        return not has_authorization and presented_key(conn) is None and "token" not in conn.query_params
+
+    def presents_credentials(self, conn: HTTPConnection) -> bool:
+        """Whether the request carries anything to check: a key, Basic, a token or the login cookie."""
+        return self.login_token(conn) is not None or not self._no_key_basic_or_token(conn)
+
+    def check_login(self, conn: HTTPConnection, user: str, password: str) -> bool:
+        """The login form's check, through the same throttle as every other credential."""
+        client = throttle_key(client_ip(conn))
+        self.throttle.check(client)
+        if self.password_ok(user, password):
+            self.throttle.succeeded(client)
+            return True
         self.throttle.failed(client)
-        raise AuthFailed("Invalid API key")
+        return False

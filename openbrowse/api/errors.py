@@ -18,6 +18,7 @@ from openbrowse.errors import (
     MalformedRequest,
     NotFound,
     OpenBrowseError,
+    OverLimit,
     ProcessError,
 )
 
@@ -27,6 +28,7 @@ ERROR_STATUS: dict[type[OpenBrowseError], int] = {
     MalformedRequest: 400,
     NotFound: 404,
     InvalidRequest: 422,
+    OverLimit: 429,
     BrowserUnavailable: 503,
     ProcessError: 503,
 }
@@ -78,7 +80,8 @@ def install_error_handlers(app: FastAPI) -> None:
         if status == 500:
             logger.error("Unhandled domain error: %s", exc, exc_info=exc)
             return JSONResponse({"detail": "Internal Server Error"}, status_code=500)
-        return JSONResponse({"detail": exc.message}, status_code=status)
+        headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, OverLimit) else None
+        return JSONResponse({"detail": exc.message}, status_code=status, headers=headers)
 
     async def on_validation_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
@@ -88,7 +91,8 @@ def install_error_handlers(app: FastAPI) -> None:
         assert isinstance(exc, AuthFailed)
         # One realm everywhere: a browser that signed in to the dashboard answers the challenges of the API
         # calls its pages make and of the live view with the same cached credentials, without asking again.
-        return auth_refusal(exc, {"WWW-Authenticate": 'Basic realm="OpenBrowse"'})
+        # No challenge where Basic cannot help (no DASHBOARD_PASSWORD) or a login cookie was sent (it expired).
+        return auth_refusal(exc, {"WWW-Authenticate": 'Basic realm="OpenBrowse"'} if exc.challenge else None)
 
     async def on_throttled(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, AuthThrottled)

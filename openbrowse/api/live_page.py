@@ -6,15 +6,22 @@ and without the dot cursor, to ``ws(s)://<host>/<path>`` where ``path`` comes fr
 ``liveUrl``). Overlays say "Connecting…" until the first frame and "Stream ended" when the socket closes.
 ``document.body.dataset.state`` mirrors that (``connecting``/``connected``/``ended``) for tests and embedders.
 ``?control=1`` lets the page send input; the server only honours it after ``POST /vnc/{id}/control``.
+
+Both pages are sent with a Content-Security-Policy (:data:`VIEWER_HEADERS`, :data:`NO_BROWSER_HEADERS`): their own
+inline style and script by hash, modules and the stream from this origin only, noVNC's cursor as a ``data:``
+image, no plugins, forms or ``<base>``. Embedding stays open (``frame-ancestors`` unset): a ``liveUrl`` is meant to
+work in another site's iframe (spec §4.10).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import json
 from typing import Any
 
-__all__ = ["no_live_browser_page", "viewer_page"]
+__all__ = ["ASSET_HEADERS", "NO_BROWSER_HEADERS", "VIEWER_HEADERS", "no_live_browser_page", "viewer_page"]
 
 _STYLE = """
 html, body { margin: 0; height: 100%; background: #1e1e1e; overflow: hidden; }
@@ -117,3 +124,33 @@ def no_live_browser_page(*, target_id: str, kind: str, status: str, refresh_seco
         f"{hint}</main>"
     )
     return _document(f"No live browser · {target_id}", body, head_extra=head_extra)
+
+
+def _hash(source: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(source.encode("utf-8")).digest()).decode() + "'"
+
+
+_COMMON_POLICY = "object-src 'none'; base-uri 'none'; form-action 'none'"
+VIEWER_HEADERS = {
+    "Content-Security-Policy": (
+        f"default-src 'none'; script-src 'self' {_hash(_VIEWER_SCRIPT)}; style-src {_hash(_STYLE)}; "
+        f"connect-src 'self'; img-src 'self' data:; {_COMMON_POLICY}"
+    ),
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+}
+"""The viewer: its inline module (by hash) importing noVNC from this origin, and the stream (``ws(s)://`` to this
+host, which ``'self'`` covers)."""
+NO_BROWSER_HEADERS = {
+    "Content-Security-Policy": f"default-src 'none'; style-src {_hash(_STYLE)}; {_COMMON_POLICY}",
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+}
+ASSET_HEADERS = {
+    "Content-Security-Policy": (f"default-src 'self'; img-src 'self' data:; connect-src 'self'; {_COMMON_POLICY}"),
+    "X-Content-Type-Options": "nosniff",
+}
+"""Every file proxied from noVNC's web directory: noVNC's own pages (``vnc.html``) are served from this origin
+too, so they get a policy that keeps them to it."""

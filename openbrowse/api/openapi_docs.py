@@ -46,12 +46,13 @@ _DESCRIPTIONS = {
     403: "Origin not allowed (a browser page of another origin)",
     404: "Not found",
     422: "Invalid input: FastAPI's validation list, or one sentence for a semantic refusal",
-    429: "Too many failed authentication attempts from this client",
+    413: "The request body is larger than 1 MiB",
+    429: "Too many failed authentication attempts from this client, or a bound of the server is reached",
     502: "The browser or live view behind this route did not answer",
     503: "No browser could be started",
 }
 
-_RETRY_AFTER = {"Retry-After": {"description": "Seconds until the lockout ends", "schema": {"type": "integer"}}}
+_RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before trying again", "schema": {"type": "integer"}}}
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
@@ -68,8 +69,8 @@ def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return responses
 
 
-GUARDED = error_responses(400, 403)
-"""Every route: the Host allow-list (400) and the Origin check (403)."""
+GUARDED = error_responses(400, 403, 413)
+"""Every route: the Host allow-list (400), the Origin check (403) and the body limit (413, ``body_limit.py``)."""
 AUTHENTICATED = error_responses(401, 429)
 
 

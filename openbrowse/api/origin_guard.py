@@ -8,8 +8,10 @@ request does no work at all: no route runs, no body is read, nothing is created.
   (``0.0.0.0``/``::``) any IP literal is accepted too: an address cannot be rebound, and a page on another
   origin that names our IP still sends its own ``Origin``.
 * A request carrying ``Origin`` (browsers send it on cross-origin requests, on every POST and on WebSocket
-  upgrades) is served only when the origin is this server's own (same scheme, an allowed host, the port the
-  client used) or is listed in ``CORS_ORIGINS``; otherwise ``403 {"detail":"Origin not allowed"}``. Requests
+  upgrades) is served only when the origin **equals the request's own origin** (its scheme and ``Host`` as
+  received) or is listed in ``CORS_ORIGINS``; otherwise ``403 {"detail":"Origin not allowed"}`` (spec §25.2).
+  Host allow-listing alone is not enough: with ``HOST=0.0.0.0`` every IP literal passes the Host check, with
+  ``ALLOWED_HOSTS=*`` every name does, and a page served under any of them is still another origin. Requests
   without ``Origin`` (curl, the SDK, scripts) are unaffected.
 """
 
@@ -28,7 +30,7 @@ from starlette.websockets import WebSocket
 from openbrowse.api.ws_bridge import deny_websocket
 from openbrowse.config import Settings
 
-__all__ = ["HOST_REFUSED", "ORIGIN_REFUSED", "BrowserGuard", "OriginPolicy", "normalize_origin"]
+__all__ = ["HOST_REFUSED", "ORIGIN_REFUSED", "BrowserGuard", "OriginPolicy", "normalize_origin", "own_origin"]
 
 logger = logging.getLogger(__name__)
 
@@ -119,20 +121,22 @@ class OriginPolicy:
         return split is not None and self.host_name_allowed(split[0])
 
     def origin_allowed(self, origin: str, *, host_header: str, scheme: str) -> bool:
-        """``origin`` is listed in CORS_ORIGINS, or is this server's own as the client reached it."""
+        """``origin`` is listed in CORS_ORIGINS, or is exactly the origin the client reached this server at."""
         normalized = normalize_origin(origin)
         if normalized is None:
             return False
-        if normalized in self.cors_origins:
-            return True
-        own_scheme = _HTTP_SCHEME.get(scheme, scheme)
-        parts = urlsplit(normalized)
-        reached = _split_host(host_header)
-        if reached is None or parts.scheme != own_scheme or not parts.hostname:
-            return False
-        origin_port = parts.port or _DEFAULT_PORTS[parts.scheme]
-        reached_port = reached[1] or _DEFAULT_PORTS.get(own_scheme)
-        return origin_port == reached_port and self.host_name_allowed(parts.hostname)
+        return normalized in self.cors_origins or normalized == own_origin(scheme, host_header)
+
+
+def own_origin(scheme: str, host_header: str | None) -> str | None:
+    """The request's own origin, ``scheme://Host`` normalised as :func:`normalize_origin` does (``ws`` counts as
+    ``http``); None when the ``Host`` header is missing or malformed."""
+    reached = _split_host(host_header) if host_header else None
+    if reached is None:
+        return None
+    name, port = reached
+    host = f"[{name}]" if ":" in name else name
+    return normalize_origin(f"{_HTTP_SCHEME.get(scheme, scheme)}://{host}" + (f":{port}" if port else ""))
 
 
 class BrowserGuard:

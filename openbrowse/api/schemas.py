@@ -40,7 +40,8 @@ class CreateSessionBody(WireModel):
     max_cost_usd: float | None = None
     profile_id: str | None = None
     output_schema: dict[str, Any] | None = None
-    sensitive_data: dict[str, str] | None = None
+    sensitive_data: dict[str, str | dict[str, str]] | None = None
+    """Domain-scoped ``{"https://*.example.com": {"name": "value"}}`` (or flat, bound to the task's start URL)."""
     system_prompt_extension: str | None = None
 
     @field_validator("max_cost_usd")
@@ -95,6 +96,7 @@ class SessionView(WireModel):
     reasoning_effort: str
     thinking_level: str | None
     failure_kind: str | None
+    end_reason: str | None = None
     failure_status_code: int | None
     agentmail_email: None = None
     integrations_used: list[str] = Field(default_factory=list)
@@ -129,6 +131,7 @@ def session_view(record: SessionRecord) -> SessionView:
         reasoning_effort=record.reasoning_effort,
         thinking_level=_EFFORT_TO_THINKING_LEVEL.get(record.reasoning_effort),
         failure_kind=record.failure_kind.value if record.failure_kind else None,
+        end_reason=record.end_reason.value if record.end_reason else None,
         failure_status_code=record.failure_status_code,
         keep_alive=record.keep_alive,
         captcha_cost_usd=format_usd(record.captcha_cost_usd),
@@ -239,3 +242,5 @@ class HealthDetailsView(WireModel):
     spares: SparesView | None = None
     sandbox: SandboxView | None = None
     """Whether slots run in their sandbox (spec §24.2), and why not when they cannot."""
+    file_warnings: list[str] = Field(default_factory=list)
+    """``.env`` and data files other users can read, as found at startup (spec §25.4)."""

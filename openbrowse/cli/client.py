@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 import click
 import httpx
 
+from openbrowse.cli.sanitize import terminal_safe
+
 DEFAULT_URL = "http://127.0.0.1:8420"
 TIMEOUT = httpx.Timeout(30.0)
 STREAM_TIMEOUT = httpx.Timeout(30.0, read=90.0)
@@ -48,7 +50,7 @@ def _detail(response: httpx.Response) -> str:
         detail = None
     if isinstance(detail, list):  # FastAPI validation errors
         detail = "; ".join(str(item.get("msg", item)) for item in detail if isinstance(item, dict)) or None
-    return str(detail) if detail else response.reason_phrase or f"HTTP {response.status_code}"
+    return terminal_safe(str(detail)) if detail else response.reason_phrase or f"HTTP {response.status_code}"
 
 
 class ApiClient:

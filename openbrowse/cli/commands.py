@@ -22,6 +22,7 @@ from openbrowse.cli.render import (
     sessions_table,
     stderr_console,
 )
+from openbrowse.cli.sanitize import terminal_safe, terminal_safe_json
 
 
 def _load_schema(path: Path) -> dict[str, Any]:
@@ -50,7 +51,8 @@ def _watch(client: ApiClient, session_id: str, *, as_json: bool, after: str | No
             elif name == "activity":
                 progress.update_activity(data)
             elif name == "code" and data.get("status") == "Running":
-                live.console.print(f"  ◦ code: running {data.get('name')}", style="blue", markup=False)
+                name = terminal_safe(str(data.get("name")))
+                live.console.print(f"  ◦ code: running {name}", style="blue", markup=False)
 
         session = follow(client, session_id, on_event, after=after)
     console.print(outcome_line(session))
@@ -113,9 +115,9 @@ def run(
         after = client.last_message_id(session_id) if session_id and follow else None
         created = client.create_session(body)
         if not follow:
-            click.echo(created["id"])
+            click.echo(terminal_safe(created["id"]))
             return
-        stderr_console().print(f"Session {created['id']}", style="dim", markup=False)
+        stderr_console().print(f"Session {terminal_safe(created['id'])}", style="dim", markup=False)
         code = _watch(client, created["id"], as_json=schema_file is not None, after=after)
     click.get_current_context().exit(code)
 
@@ -149,7 +151,7 @@ def show_session(session_id: str, as_json: bool, url: str, api_key: str | None) 
     with ApiClient(url, api_key) as client:
         session = client.session(session_id)
     if as_json:
-        click.echo(json.dumps(session, indent=2, ensure_ascii=False))
+        click.echo(terminal_safe_json(session))
         return
     Console().print(session_table(session))
     text = output_text(session.get("output"), as_json=session.get("outputSchema") is not None)
@@ -176,7 +178,7 @@ def stop_session(session_id: str, task_only: bool, url: str, api_key: str | None
     """Stop a session's run (and close its browser)."""
     with ApiClient(url, api_key) as client:
         session = client.stop(session_id, "task" if task_only else "session")
-    click.echo(f"{session['id']} {session['status']}")
+    click.echo(terminal_safe(f"{session['id']} {session['status']}"))
 
 
 @sessions.command("rm")

@@ -1,4 +1,8 @@
-"""How the command line shows things: feed lines, the live progress line, tables, the final output."""
+"""How the command line shows things: feed lines, the live progress line, tables, the final output.
+
+Every string from the server is page-derived: it passes :func:`terminal_safe` and goes into a :class:`Text`
+(never through Rich markup), so a page can neither send escape sequences to the terminal nor style the output.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ from rich.console import Console, Group, RenderableType
 from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
+
+from openbrowse.cli.sanitize import terminal_safe, terminal_safe_json
 
 RESTING = frozenset({"idle", "stopped", "timed_out", "error", "expired"})
 
@@ -39,13 +45,18 @@ def _data(message: dict[str, Any]) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def cell(value: object) -> Text:
+    """A server-provided value for a table cell or a line: control characters stripped, no markup."""
+    return Text("" if value is None else terminal_safe(str(value)))
+
+
 def message_line(message: dict[str, Any]) -> Text:
     """One feed row as one line: a mark, the step number when there is one, and the summary."""
     kind = message.get("type", "")
     data = _data(message)
-    summary = str(message.get("summary", ""))
+    summary = terminal_safe(str(message.get("summary", "")))
     if kind == "event":
-        category = str(data.get("category", ""))
+        category = terminal_safe(str(data.get("category", "")))
         style = _CATEGORY_STYLES.get(category, "")
         return Text.assemble(("  ◦ ", style), (f"{category}: " if category else "", style), (summary, style))
     mark, style = _TYPE_STYLES.get(kind, ("•", ""))
@@ -73,27 +84,28 @@ class ProgressLine:
         self.activity = activity
 
     def text(self) -> Text:
-        status = self.status.get("status", "connecting")
+        status = terminal_safe(str(self.status.get("status", "connecting")))
         parts = [Text(status, style="bold")]
         step = (self.activity or {}).get("step")
         steps = self.status.get("stepCount")
         if step:
-            parts.append(Text(f"step {step}"))
+            parts.append(Text(f"step {terminal_safe(str(step))}"))
         elif steps:
             parts.append(Text(_plural(steps, "step")))
         if self.activity:
             elapsed = time.monotonic() - self._activity_since
-            parts.append(Text(f"{self.activity.get('label', '')} {elapsed:.0f}s", style="cyan"))
+            label = terminal_safe(str(self.activity.get("label", "")))
+            parts.append(Text(f"{label} {elapsed:.0f}s", style="cyan"))
         cost = self.status.get("totalCostUsd")
         if cost and cost != "0":
-            parts.append(Text(f"${cost}", style="dim"))
+            parts.append(Text(f"${terminal_safe(str(cost))}", style="dim"))
         return Text(" · ").join(parts)
 
     def __rich__(self) -> RenderableType:
         stream = (self.activity or {}).get("stream")
         line = Spinner("dots", text=self.text())
         if stream:
-            tail = str(stream).strip().splitlines()[-1:] or [""]
+            tail = terminal_safe(str(stream)).strip().splitlines()[-1:] or [""]
             return Group(line, Text(f"  {tail[0][:160]}", style="dim italic"))
         return line
 
@@ -118,13 +130,13 @@ def sessions_table(sessions: list[dict[str, Any]], total: int, page: int) -> Tab
         table.add_column(column, no_wrap=column != "task", overflow="ellipsis")
     for session in sessions:
         table.add_row(
-            session["id"],
-            session["status"],
-            session["model"],
-            str(session.get("stepCount", 0)),
-            session.get("totalCostUsd", "0"),
+            cell(session["id"]),
+            cell(session["status"]),
+            cell(session["model"]),
+            cell(session.get("stepCount", 0)),
+            cell(session.get("totalCostUsd", "0")),
             age(session.get("createdAt")),
-            (session.get("title") or "")[:60],
+            cell(terminal_safe(session.get("title") or "")[:60]),
         )
     return table
 
@@ -151,8 +163,7 @@ def session_table(session: dict[str, Any]) -> Table:
         "createdAt",
         "updatedAt",
     ):
-        value = session.get(key)
-        table.add_row(key, "" if value is None else str(value))
+        table.add_row(key, cell(session.get(key)))
     return table
 
 
@@ -162,12 +173,12 @@ def browsers_table(browsers: list[dict[str, Any]], total: int) -> Table:
         table.add_column(column, overflow="fold")
     for browser in browsers:
         table.add_row(
-            browser["id"],
-            browser["status"],
+            cell(browser["id"]),
+            cell(browser["status"]),
             age(browser.get("startedAt")),
-            browser.get("timeoutAt") or "",
-            browser.get("cdpUrl") or "",
-            browser.get("liveUrl") or "",
+            cell(browser.get("timeoutAt")),
+            cell(browser.get("cdpUrl")),
+            cell(browser.get("liveUrl")),
         )
     return table
 
@@ -177,16 +188,16 @@ def output_text(output: Any, *, as_json: bool) -> str | None:
     if output is None:
         return None
     if as_json or not isinstance(output, str):
-        return json.dumps(output, indent=2, ensure_ascii=False)
-    return output
+        return terminal_safe_json(output)
+    return terminal_safe(output)
 
 
 def outcome_line(session: dict[str, Any]) -> Text:
     ok = session.get("isTaskSuccessful") is True
     verdict = Text("succeeded" if ok else "did not succeed", style="green" if ok else "red")
     steps = _plural(int(session.get("stepCount") or 0), "step")
-    details = f" · {session.get('status')} · {steps} · ${session.get('totalCostUsd', '0')}"
-    summary = session.get("lastStepSummary")
+    details = terminal_safe(f" · {session.get('status')} · {steps} · ${session.get('totalCostUsd', '0')}")
+    summary = terminal_safe(str(session.get("lastStepSummary") or ""))
     return Text.assemble("Task ", verdict, details, f"\n{summary}" if summary and not ok else "")
 
 

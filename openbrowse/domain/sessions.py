@@ -8,8 +8,10 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
+from openbrowse.domain.end_reasons import EndReason
 from openbrowse.domain.failures import FailureKind
 from openbrowse.domain.ids import SessionId
+from openbrowse.domain.secrets import ScopedSecrets
 
 
 class SessionStatus(StrEnum):
@@ -59,7 +61,8 @@ class SessionRecord:
     keep_alive: bool = False
     output: Any = None
     output_schema: dict[str, Any] | None = None
-    sensitive_data: dict[str, str] | None = None
+    sensitive_data: ScopedSecrets | None = None
+    """Pattern → name → value (spec §25.3); wiped when the session ends (keep-alive: when it expires)."""
     system_prompt_extension: str | None = None
     profile_id: str | None = None
     step_count: int = 0
@@ -75,6 +78,7 @@ class SessionRecord:
     captcha_cost_usd: Decimal = field(default_factory=Decimal)
     failure_kind: FailureKind | None = None
     failure_status_code: int | None = None
+    end_reason: EndReason | None = None
 
     @property
     def total_cost_usd(self) -> Decimal:

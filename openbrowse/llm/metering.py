@@ -20,6 +20,7 @@ from browser_use.llm.views import ChatInvokeCompletion, ChatInvokeUsage
 from pydantic import BaseModel
 
 from openbrowse.llm.costs import CallUsage, call_usage
+from openbrowse.llm.redacted_messages import Redact, redact_messages
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -96,11 +97,13 @@ class MeteredChatModel(BaseChatModel):
         on_usage: Callable[[CallUsage], None],
         *,
         label: str | None = None,
+        redact: Redact | None = None,
     ) -> None:
         self.inner = inner
         self.spec = spec
         self.on_usage = on_usage
         self.label = label
+        self.redact = redact  # the session's redactor: no secret reaches the provider in any spelling (§25.3)
         self.model = inner.model
 
     @property
@@ -112,7 +115,7 @@ class MeteredChatModel(BaseChatModel):
         return self.inner.name
 
     def labelled(self, label: str) -> MeteredChatModel:
-        return MeteredChatModel(self.inner, self.spec, self.on_usage, label=label)
+        return MeteredChatModel(self.inner, self.spec, self.on_usage, label=label, redact=self.redact)
 
     def _report(self, usage: ChatInvokeUsage, *, failed: bool) -> None:
         try:
@@ -133,6 +136,8 @@ class MeteredChatModel(BaseChatModel):
     async def ainvoke(
         self, messages: list[BaseMessage], output_format: type[T] | None = None, **kwargs: Any
     ) -> ChatInvokeCompletion[T] | ChatInvokeCompletion[str]:
+        if self.redact is not None:
+            messages = redact_messages(messages, self.redact)
         try:
             if output_format is None:
                 result: ChatInvokeCompletion[T] | ChatInvokeCompletion[str] = await self.inner.ainvoke(

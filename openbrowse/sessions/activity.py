@@ -16,6 +16,7 @@ from datetime import datetime
 
 from openbrowse.domain.activity import STREAM_LIMIT, Activity, ActivityKind, CodeDraft, CodeStatus
 from openbrowse.domain.clock import Clock, utc_now
+from openbrowse.domain.redaction import REDACTORS
 
 CODE_SESSIONS_KEPT = 256
 """Code records outlive their turn (the code tab shows the last script); only this many sessions keep one."""
@@ -89,15 +90,18 @@ class BoardReporter:
         self._session_id = session_id
 
     def begin(self, label: str, kind: ActivityKind, *, step: int | None = None) -> None:
+        label = REDACTORS.of(self._session_id).text(label)
         self._board.set_activity(self._session_id, Activity(label, kind, self._board.now(), step))
 
     def stream(self, text: str) -> None:
         current = self._board.activity(self._session_id)
         if current is not None:
-            self._board.set_activity(self._session_id, replace(current, stream=text[:STREAM_LIMIT]))
+            text = REDACTORS.of(self._session_id).text(text[:STREAM_LIMIT])
+            self._board.set_activity(self._session_id, replace(current, stream=text))
 
     def finish(self) -> None:
         self._board.set_activity(self._session_id, None)
 
     def code(self, name: str, code: str, status: CodeStatus) -> None:
-        self._board.set_code(self._session_id, CodeDraft(name, code, status))
+        redactor = REDACTORS.of(self._session_id)
+        self._board.set_code(self._session_id, CodeDraft(redactor.text(name), redactor.text(code), status))

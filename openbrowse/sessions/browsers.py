@@ -35,8 +35,9 @@ from openbrowse.domain.browsers import (
 )
 from openbrowse.domain.clock import Clock, utc_now
 from openbrowse.domain.ids import BrowserId, new_browser_id
-from openbrowse.errors import BrowserUnavailable, InvalidRequest
+from openbrowse.errors import BrowserUnavailable, InvalidRequest, ResourceLimitExceeded
 from openbrowse.profiles.service import ProfileService
+from openbrowse.sessions.admission import QueueAdmission
 from openbrowse.sessions.profile_sync import ProfileSync
 from openbrowse.sessions.runtime import LiveSlot
 from openbrowse.shielding import run_shielded
@@ -115,6 +116,7 @@ class _Running:
         self._stop = asyncio.Event()
         self.reason = BrowserStopReason.REQUESTED
         self.profile: ProfileSync | None = None
+        self.leased = False
 
     def request_stop(self, reason: BrowserStopReason) -> None:
         """Ask the browser to end. Before it is up there is nothing to wait for: the start is cancelled."""
@@ -139,6 +141,7 @@ class BrowserService:
         live_url: Callable[[str], str],
         clock: Clock = utc_now,
         files_dir: Path | None = None,
+        admission: QueueAdmission | None = None,
     ) -> None:
         self._repo = browsers
         self._profiles = profiles
@@ -148,6 +151,9 @@ class BrowserService:
         self._files_dir = files_dir
         self._running: dict[BrowserId, _Running] = {}
         self._closed = False
+        self._admission = admission
+        if admission is not None:
+            admission.add_source(self.waiting_for_slot)
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
     async def __aenter__(self) -> BrowserService:
@@ -182,6 +188,8 @@ class BrowserService:
             raise InvalidRequest("Profile not found")
         if self._closed:
             raise BrowserUnavailable("The server is shutting down")
+        if self._admission is not None:
+            self._admission.admit()  # the browser below counts as waiting from here on, with no await between
         browser = _Running(new_browser_id(), request)
         browser.task = asyncio.get_running_loop().create_task(self._run(browser), name=f"browser-{browser.id}")
         self._running[browser.id] = browser
@@ -201,6 +209,10 @@ class BrowserService:
         return await self._repo.get(browser_id)
 
     # -- queries -----------------------------------------------------------------------------------------------
+    def waiting_for_slot(self) -> int:
+        """Browsers asked for that hold no slot yet: ``MAX_QUEUED`` counts them with queued agent runs."""
+        return sum(1 for browser in self._running.values() if not browser.leased)
+
     async def get(self, browser_id: str) -> BrowserRecord:
         return await self._repo.get(browser_id)
 
@@ -245,6 +257,7 @@ class BrowserService:
         record: BrowserRecord | None = None
         try:
             lease = await self._pool.lease(f"browser {browser.id}")
+            browser.leased = True
             slot = await lease.start_browser(vnc=False, window_size=browser.request.window_size)
             await asyncio.to_thread(BrowserFolders(uploads=slot.uploads_dir, downloads=slot.downloads_dir).ensure)
             browser.profile = await self._load_profile(browser, slot)
@@ -305,8 +318,10 @@ class BrowserService:
         if stop in done:
             return
         if died in done:
-            logger.warning("Raw browser %s ended: %s", browser.id, died.result())
-            browser.reason = BrowserStopReason.BROWSER_EXITED
+            death = died.result()
+            logger.warning("Raw browser %s ended: %s", browser.id, death)
+            memory = isinstance(death, ResourceLimitExceeded) and death.limit == "memory"
+            browser.reason = BrowserStopReason.MEMORY_LIMIT if memory else BrowserStopReason.BROWSER_EXITED
         else:
             logger.info("Raw browser %s reached its timeout", browser.id)
             browser.reason = BrowserStopReason.TIMEOUT

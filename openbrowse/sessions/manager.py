@@ -11,7 +11,7 @@ import asyncio
 import logging
 import shutil
 from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
 from types import TracebackType
 from typing import Any
 
@@ -19,8 +19,11 @@ from openbrowse.config import Settings
 from openbrowse.domain.clock import Clock, utc_now
 from openbrowse.domain.feed import FeedEntry, Message
 from openbrowse.domain.ids import SessionId, new_session_id
-from openbrowse.domain.sessions import SessionRecord, SessionStatus, StopStrategy
+from openbrowse.domain.redaction import REDACTORS
+from openbrowse.domain.secrets import ScopedSecrets, scope_secrets, secret_values
+from openbrowse.domain.sessions import TERMINAL_STATUSES, SessionRecord, SessionStatus, StopStrategy
 from openbrowse.errors import InvalidRequest, SessionNotFound
+from openbrowse.sessions.admission import QueueAdmission
 from openbrowse.sessions.locks import KeyedLocks
 from openbrowse.sessions.requests import (
     SessionCreate,
@@ -32,7 +35,7 @@ from openbrowse.sessions.requests import (
 )
 from openbrowse.sessions.run_endings import StopReason
 from openbrowse.sessions.runtime import LiveSlot, WorkerRuntime
-from openbrowse.sessions.states import Trigger, transition
+from openbrowse.sessions.states import Trigger, end_reason_of, transition
 from openbrowse.sessions.sweeper import EXPIRED_SUMMARY, Sweeper, is_stale_shell
 from openbrowse.sessions.worker import SessionWorker
 from openbrowse.shielding import run_shielded
@@ -55,6 +58,7 @@ class SessionManager:
         profiles: ProfileRepo,
         runtime: WorkerRuntime,
         clock: Clock = utc_now,
+        admission: QueueAdmission | None = None,
     ) -> None:
         self._settings = settings
         self.sessions = sessions
@@ -65,6 +69,10 @@ class SessionManager:
         self._workers: dict[SessionId, SessionWorker] = {}
         self._locks = KeyedLocks()
         self._sweeper = Sweeper(self.expire_stale_shells)
+        self._secrets_retired: set[SessionId] = set()
+        self._admission = admission
+        if admission is not None:
+            admission.add_source(self.waiting_for_slot)
         runtime.bind(self)
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
@@ -84,6 +92,8 @@ class SessionManager:
         await asyncio.gather(*(worker.stop(StopReason.SHUTDOWN) for worker in workers), return_exceptions=True)
 
     async def _reconcile_after_restart(self) -> None:
+        for record in await self.sessions.with_secrets():
+            self._hold_secrets(record.id, record.sensitive_data)
         for record in await self.sessions.with_status(SessionStatus.RUNNING):
             await self.apply(
                 record.id,
@@ -134,7 +144,35 @@ class SessionManager:
     async def apply_locked(self, session_id: SessionId, trigger: Trigger, **changes: Any) -> SessionRecord:
         record = await self.sessions.get(session_id)
         status = transition(record.status, trigger, keep_alive=record.keep_alive)
+        holds_secrets = record.sensitive_data is not None or changes.get("sensitive_data") is not None
+        if holds_secrets and self._ends_for_good(status, changes.get("keep_alive", record.keep_alive)):
+            changes["sensitive_data"] = None  # spec §25.3: wiped from the row when the session ends
+            self._retire_secrets(session_id)
+        if status in TERMINAL_STATUSES:
+            changes.setdefault("end_reason", end_reason_of(trigger, changes.get("failure_kind", record.failure_kind)))
+        else:
+            changes["end_reason"] = None
         return await self.sessions.update(session_id, status=status, **changes)
+
+    @staticmethod
+    def _ends_for_good(status: SessionStatus, keep_alive: bool) -> bool:
+        """A keep-alive session takes follow-ups in every terminal status but ``expired``: it keeps its secrets."""
+        return status is SessionStatus.EXPIRED or (status in TERMINAL_STATUSES and not keep_alive)
+
+    # -- secrets (spec §25.3) ----------------------------------------------------------------------------------
+    def _hold_secrets(self, session_id: SessionId, secrets: ScopedSecrets | None) -> None:
+        """Every sink redacts these values from now on (together with any the session held before)."""
+        if not secrets:
+            return
+        self._secrets_retired.discard(session_id)
+        REDACTORS.add(session_id, secret_values(secrets))
+
+    def _retire_secrets(self, session_id: SessionId) -> None:
+        """The row no longer holds secrets: forget them once nothing of the run can write any more."""
+        if session_id in self._workers:
+            self._secrets_retired.add(session_id)
+        else:
+            REDACTORS.drop(session_id)
 
     # -- queries -----------------------------------------------------------------------------------------------
     async def get(self, session_id: str) -> SessionRecord:
@@ -158,6 +196,20 @@ class SessionManager:
             "parked": sum(1 for p in phases if p == "parked"),
         }
 
+    def waiting_for_slot(self) -> int:
+        """Runs dispatched that hold no slot yet (queued, or not yet at the pool): ``MAX_QUEUED`` counts them."""
+        return sum(1 for worker in self._workers.values() if worker.phase in {"waiting", "queued"})
+
+    def _check_queue(self) -> None:
+        if self._admission is not None:
+            self._admission.admit()
+
+    def _queue_place(self, *, needed: bool) -> AbstractContextManager[None]:
+        """Hold a place in the slot queue from the check until the run's worker exists (or the create fails)."""
+        if not needed or self._admission is None:
+            return nullcontext()
+        return self._admission.place()
+
     # -- create ------------------------------------------------------------------------------------------------
     async def create(self, request: SessionCreate) -> SessionRecord:
         if request.session_id is not None:
@@ -167,6 +219,7 @@ class SessionManager:
         if request.profile_id is not None:
             await self._require_profile(request.profile_id)
         task = task_text(request.task)
+        secrets = scope_secrets(request.sensitive_data, task) if request.sensitive_data else None
         budget = scaled_budget(self._settings, request.max_cost_usd) if request.max_cost_usd is not None else None
         now = self._clock()
         record = SessionRecord(
@@ -182,16 +235,18 @@ class SessionManager:
             pending_task=task,
             keep_alive=bool(request.keep_alive),
             output_schema=request.output_schema,
-            sensitive_data=request.sensitive_data,
+            sensitive_data=secrets or None,
             system_prompt_extension=request.system_prompt_extension,
             profile_id=request.profile_id,
             max_cost_usd=budget,
             allowance_usd=budget,
         )
-        record = await self.sessions.insert(record, enqueue=bool(task))
-        if task:
-            await self.feed.append(record.id, FeedEntry.user_message(task))
-            self._spawn(record.id)
+        with self._queue_place(needed=bool(task)):
+            self._hold_secrets(record.id, record.sensitive_data)
+            record = await self.sessions.insert(record, enqueue=bool(task))
+            if task:
+                await self.feed.append(record.id, FeedEntry.user_message(task))
+                self._spawn(record.id)
         return record
 
     async def _require_profile(self, profile_id: str) -> None:
@@ -208,9 +263,12 @@ class SessionManager:
             task = task_text(request.task)
             if task is None:
                 raise InvalidRequest("Task is required when targeting an existing session")
-            changes, changed = await self._follow_up_changes(record, request)
+            changes, changed = await self._follow_up_changes(record, request, task)
+            self._hold_secrets(session_id, changes.get("sensitive_data"))
             changes.update(task=task, title=record.title or task[:TITLE_LIMIT])
             worker = self._workers.get(session_id)
+            if worker is None or changed or not worker.awaiting_follow_up:
+                self._check_queue()  # a cold run queues for a slot
             if worker is not None and changed:
                 worker.request_release(f"Browser released to apply new {', '.join(changed)}")
             elif worker is not None and worker.take_follow_up(task):
@@ -241,7 +299,7 @@ class SessionManager:
             raise InvalidRequest(f"Session is {status}, not idle")
 
     async def _follow_up_changes(
-        self, record: SessionRecord, request: SessionCreate
+        self, record: SessionRecord, request: SessionCreate, task: str
     ) -> tuple[dict[str, Any], list[str]]:
         """The row changes a follow-up makes (only fields it sent) and the restart fields it changed."""
         changes: dict[str, Any] = {}
@@ -271,6 +329,8 @@ class SessionManager:
                 value = getattr(request, field)
                 if field == "profile_id" and value is not None:
                     await self._require_profile(value)
+                if field == "sensitive_data":
+                    value = (scope_secrets(value, task) or None) if value else None
                 changes[field] = value
                 if value != getattr(record, field):
                     changed.append(label)
@@ -307,6 +367,8 @@ class SessionManager:
         if worker is not None:
             await worker.stop(StopReason.DELETE)
         await self.sessions.delete(session_id)
+        REDACTORS.drop(session_id)
+        self._secrets_retired.discard(session_id)
         folder = self._settings.sessions_dir / session_id
         await asyncio.to_thread(shutil.rmtree, folder, True)
 
@@ -320,6 +382,9 @@ class SessionManager:
     def _forget(self, worker: SessionWorker) -> None:
         if self._workers.get(worker.session_id) is worker:
             del self._workers[worker.session_id]
+            if worker.session_id in self._secrets_retired:
+                self._secrets_retired.discard(worker.session_id)
+                REDACTORS.drop(worker.session_id)
 
     def live_slot(self, session_id: str) -> LiveSlot | None:
         """The display slot showing this session's browser, or None when it has no live browser."""

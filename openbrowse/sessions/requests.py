@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -27,7 +28,8 @@ class SessionCreate:
     max_cost_usd: float | None = None
     profile_id: str | None = None
     output_schema: dict[str, Any] | None = None
-    sensitive_data: dict[str, str] | None = None
+    sensitive_data: Mapping[str, object] | None = None
+    """As sent: validated and scoped by :func:`openbrowse.domain.secrets.scope_secrets` with the task."""
     system_prompt_extension: str | None = None
     retired_field: str | None = None
     sent_fields: frozenset[str] = frozenset()

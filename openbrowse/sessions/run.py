@@ -27,6 +27,7 @@ from openbrowse.config import Settings
 from openbrowse.domain.activity import NO_ACTIVITY, ActivityKind, ActivityReporter
 from openbrowse.domain.browser_folders import BrowserFolders
 from openbrowse.domain.feed import EventCategory, FeedEntry, MessageType
+from openbrowse.domain.redaction import REDACTORS
 from openbrowse.domain.runs import NOTHING_KEPT, Salvage, TurnOutcome
 from openbrowse.domain.sessions import SessionRecord
 from openbrowse.errors import ProcessDied
@@ -79,20 +80,31 @@ class AgentEngine:
         )
         self._captcha_usd = record.captcha_cost_usd
         resolved = resolve_model(record.llm_model)
+        session_id = record.id
+
+        def redact(text: str) -> str:
+            return REDACTORS.of(session_id).text(text)
+
         self._agent_llm = MeteredChatModel(
-            build_chat_model(resolved, record.reasoning_effort, settings), resolved.spec, self._on_usage, label="agent"
+            build_chat_model(resolved, record.reasoning_effort, settings),
+            resolved.spec,
+            self._on_usage,
+            label="agent",
+            redact=redact,
         )
         self._preflight_llm = MeteredChatModel(
             build_chat_model(resolved, preflight_effort(resolved.spec), settings, max_tokens=PREFLIGHT_MAX_TOKENS),
             resolved.spec,
             self._on_usage,
             label="preflight",
+            redact=redact,
         )
         self._judge_llm = MeteredChatModel(
             build_chat_model(resolved, resolved.spec.default_effort, settings),
             resolved.spec,
             self._on_usage,
             label="judge",
+            redact=redact,
         )
         self._slot: SlotEndpoints | None = None
         self._folders: BrowserFolders | None = None
@@ -231,6 +243,7 @@ class AgentEngine:
             with contextlib.suppress(Exception):
                 await run_shielded(self._save_costs())
             await run_shielded(collect_downloads(self._folders, self._files))
+            await run_shielded(self._runner.sweep_files())
         if self._profile is not None and (await self._sessions.get(self._record.id)).keep_alive:
             await self._profile.checkpoint()  # a parked browser's logins are saved without waiting for release
         return outcome
@@ -300,6 +313,8 @@ class AgentEngine:
                 await asyncio.wait_for(browser.kill(), timeout=10)
         await collect_downloads(self._folders, self._files)  # before the slot and its directory are released
         await asyncio.to_thread(_remove_scratch, self._files)
+        if self._runner is not None:
+            await self._runner.sweep_files()
 
     async def _cancel_goal(self) -> None:
         goal, self._goal = self._goal, None

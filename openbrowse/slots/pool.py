@@ -340,6 +340,13 @@ class SlotPool:
             spares=spares,
         )
 
+    def idle_slots(self) -> int:
+        """Slots a caller would get at once: spares and usable free slots (none while others queue)."""
+        if self._waiters:
+            return 0
+        usable = sum(1 for index in self._free if index not in self._blocked)
+        return usable + len(self._spares.spares)
+
     @property
     def spares(self) -> list[Spare]:
         """The pre-started slots nobody holds yet (see :mod:`openbrowse.slots.spares`)."""

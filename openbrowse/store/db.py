@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
@@ -25,6 +26,22 @@ from openbrowse.shielding import run_shielded
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+
+
+def create_private(path: Path) -> None:
+    """The database's folder (0700) and an empty file (0600) before SQLite opens it: SQLite gives its -wal and
+    -shm files the database file's mode. Existing files keep their modes (the startup check warns about loose
+    ones, spec §25.4)."""
+    if not path.parent.exists():
+        path.parent.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+    except FileExistsError:
+        return
+    os.fchmod(fd, PRIVATE_FILE_MODE)  # whatever the umask
+    os.close(fd)
 
 
 def _migration_scripts() -> list[tuple[int, str]]:
@@ -56,13 +73,14 @@ class Database:
         await self.aclose()
 
     async def open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(create_private, self.path)
         conn = await aiosqlite.connect(self.path, isolation_level=None)
         conn.row_factory = aiosqlite.Row
         await conn.execute("PRAGMA journal_mode=WAL")
         await conn.execute("PRAGMA foreign_keys=ON")
         await conn.execute("PRAGMA busy_timeout=5000")
         await conn.execute("PRAGMA synchronous=NORMAL")
+        await conn.execute("PRAGMA secure_delete=ON")  # deleted and overwritten rows (secrets) are zeroed
         self._conn = conn
         await self._migrate()
         reader = await aiosqlite.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
@@ -92,6 +110,15 @@ class Database:
                 continue
             logger.info("Applying database migration %04d", version)
             await self.conn.executescript(f"BEGIN;\n{script}\nPRAGMA user_version={version};\nCOMMIT;")
+
+    async def scrub(self) -> None:
+        """Move every committed page into the file and empty the WAL, so overwritten rows (with
+        ``secure_delete``, zeroed in the file) survive nowhere. Best effort: a busy reader only delays it."""
+        async with self._write_lock:
+            try:
+                await _to_completion(self._execute("PRAGMA wal_checkpoint(TRUNCATE)"))
+            except sqlite3.Error:
+                logger.warning("Could not checkpoint the database after wiping secrets", exc_info=True)
 
     @property
     def reader(self) -> aiosqlite.Connection:

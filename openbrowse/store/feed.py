@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from openbrowse.domain.clock import Clock, from_wire, to_wire, utc_now
 from openbrowse.domain.feed import FeedEntry, Message
 from openbrowse.domain.ids import MessageId, SessionId, new_message_id
+from openbrowse.domain.redaction import REDACTORS
 from openbrowse.errors import InvalidRequest
 
 if TYPE_CHECKING:
@@ -43,6 +45,9 @@ class FeedRepo:
         self._listeners.append(listener)
 
     async def append(self, session_id: SessionId, entry: FeedEntry) -> Message:
+        redactor = REDACTORS.of(session_id)
+        if redactor:  # spec §25.3: a session's secrets never reach its feed (and so neither its SSE stream)
+            entry = replace(entry, summary=redactor.text(entry.summary), data=redactor.value(entry.data))
         message_id = new_message_id()
         created = self._clock()
         async with self._db.transaction() as conn:

@@ -9,8 +9,11 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from openbrowse.domain.clock import Clock, from_wire, to_wire, utc_now
+from openbrowse.domain.end_reasons import EndReason
 from openbrowse.domain.failures import FailureKind
 from openbrowse.domain.ids import SessionId
+from openbrowse.domain.redaction import REDACTORS
+from openbrowse.domain.secrets import normalize_stored
 from openbrowse.domain.sessions import SessionRecord, SessionStatus
 from openbrowse.errors import SessionNotFound
 from openbrowse.store.read_cache import ReadCache
@@ -24,6 +27,8 @@ _JSON_COLUMNS = {"output", "output_schema", "sensitive_data"}
 _BOOL_COLUMNS = {"keep_alive", "browser_live"}
 _DECIMAL_COLUMNS = {"max_cost_usd", "allowance_usd", "llm_cost_usd", "captcha_cost_usd"}
 _COLUMNS = [f.name for f in fields(SessionRecord)]
+_REDACTED_COLUMNS = ("output", "last_step_summary")
+"""Text a run writes: the session's secrets never reach the row (spec §25.3)."""
 _NEXT_QUEUE_SEQ_SQL = "(SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM sessions)"
 VIEW_CACHE_SIZE = 256
 """Rows kept for :meth:`SessionRepo.view` (the sessions being polled; a few KiB each)."""
@@ -51,7 +56,7 @@ def _to_column(name: str, value: Any) -> Any:
         return str(value)
     if name in {"created_at", "updated_at"}:
         return to_wire(value)
-    if name in {"status", "failure_kind"}:
+    if name in {"status", "failure_kind", "end_reason"}:
         return str(value)
     return value
 
@@ -74,10 +79,13 @@ def _from_row(row: aiosqlite.Row) -> SessionRecord:
             values[name] = SessionStatus(raw)
         elif name == "failure_kind":
             values[name] = FailureKind(raw)
+        elif name == "end_reason":
+            values[name] = EndReason(raw)
         else:
             values[name] = raw
     for name in ("keep_alive", "browser_live"):
         values[name] = bool(values[name])
+    values["sensitive_data"] = normalize_stored(values["sensitive_data"], values["task"])
     for name in ("llm_cost_usd", "captcha_cost_usd"):
         values[name] = values[name] if values[name] is not None else Decimal(0)
     return SessionRecord(**values)
@@ -156,6 +164,10 @@ class SessionRepo:
         if unknown:
             raise ValueError(f"unknown session fields: {sorted(unknown)}")
         changes["updated_at"] = self._clock()
+        redactor = REDACTORS.of(session_id)
+        for name in _REDACTED_COLUMNS:
+            if name in changes and redactor:
+                changes[name] = redactor.value(changes[name])
         plain = {name: value for name, value in changes.items() if value is not NEXT_IN_QUEUE}
         assignments = ", ".join(
             f"{name} = ?" if name in plain else f"{name} = {_NEXT_QUEUE_SEQ_SQL}" for name in changes
@@ -166,6 +178,8 @@ class SessionRepo:
                 cursor = await conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*values, session_id))
                 if cursor.rowcount == 0:
                     raise SessionNotFound()
+        if "sensitive_data" in changes and changes["sensitive_data"] is None:
+            await self._db.scrub()  # the old row's bytes leave the WAL and the file's free space too
         self._changed(session_id)
         return await self.get(session_id)
 
@@ -186,6 +200,7 @@ class SessionRepo:
                 cursor = await conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
                 if cursor.rowcount == 0:
                     raise SessionNotFound()
+        await self._db.scrub()  # the row may have held secrets (a keep-alive session keeps them until then)
         self._changed(session_id)
 
     async def page(self, page: int, page_size: int) -> tuple[list[SessionRecord], int]:
@@ -202,6 +217,11 @@ class SessionRepo:
         rows = await self._db.fetch_all(
             f"SELECT * FROM sessions WHERE status IN ({marks}) ORDER BY created_at", tuple(str(s) for s in statuses)
         )
+        return [_from_row(row) for row in rows]
+
+    async def with_secrets(self) -> list[SessionRecord]:
+        """Sessions whose row still holds ``sensitiveData``."""
+        rows = await self._db.fetch_all("SELECT * FROM sessions WHERE sensitive_data IS NOT NULL")
         return [_from_row(row) for row in rows]
 
     async def queued(self) -> list[SessionRecord]:

@@ -1,8 +1,9 @@
 """The dashboard in a real browser (headless Chromium driven by Playwright) against a real server with API_KEY set.
 
-The browser signs in the way a person does: the pages answer 401 with a Basic challenge and the browser replies
-with ``DASHBOARD_USER`` / the API key; the pages' own scripts then call the API same-origin with those cached
-credentials. Runs use the fake provider and the fixture shop. Screenshots land in ``test-artifacts/``.
+The browser signs in the way a person does: a page sends it to the login form, which takes ``DASHBOARD_USER`` /
+``DASHBOARD_PASSWORD`` (a secret of its own, never the API key) and sets the login cookie; the pages' own scripts
+then call the API same-origin with it. Runs use the fake provider and the fixture shop. Screenshots land in
+``test-artifacts/``.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from tests.support.server import ServerProcess
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
 
 API_KEY = "dashboard-key"
+PASSWORD = "dashboard-own-password"
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
-BASIC = {"Authorization": "Basic " + base64.b64encode(f"admin:{API_KEY}".encode()).decode()}
+BASIC = {"Authorization": "Basic " + base64.b64encode(f"admin:{PASSWORD}".encode()).decode()}
 CHROMIUM = "/usr/bin/chromium"
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 390, "height": 844}
@@ -73,6 +75,7 @@ def no_script_errors() -> Iterator[None]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
     env = {**fake.env(), "OPENAI_API_STYLE": "responses", "MAX_CONCURRENT_SESSIONS": "3", "API_KEY": API_KEY}
+    env["DASHBOARD_PASSWORD"] = PASSWORD
     process = ServerProcess(home=tmp_path_factory.mktemp("dashboard-home"), env=env).start()
     yield process
     process.stop()
@@ -95,12 +98,15 @@ async def browser() -> AsyncIterator[Browser]:
             await chromium.close()
 
 
-async def signed_in_page(browser: Browser, viewport: dict[str, int]) -> Page:
-    context = await browser.new_context(
-        viewport=viewport, http_credentials={"username": "admin", "password": API_KEY}, accept_downloads=True
-    )
+async def signed_in_page(browser: Browser, server: ServerProcess, viewport: dict[str, int]) -> Page:
+    context = await browser.new_context(viewport=viewport, accept_downloads=True)
     page = await context.new_page()
     page.on("pageerror", lambda error: SCRIPT_ERRORS.append(f"{page.url}: {error}"))
+    await page.goto(server.base_url + "/")  # sent to the login form
+    await page.fill("#login-user", "admin")
+    await page.fill("#login-password", PASSWORD)
+    await page.click("#login-form button[type=submit]")
+    await page.wait_for_url(server.base_url + "/")
     return page
 
 
@@ -150,7 +156,7 @@ async def test_a_run_from_the_form_shows_cards_live_view_and_output(
         ],
         when=agent_steps,
     )
-    page = await signed_in_page(browser, DESKTOP)
+    page = await signed_in_page(browser, server, DESKTOP)
     await page.goto(f"{server.base_url}/run")
     options = await page.locator("#model option").all_inner_texts()
     assert "gpt-5.6-terra" in options and "claude-sonnet-5" in options
@@ -160,7 +166,7 @@ async def test_a_run_from_the_form_shows_cards_live_view_and_output(
     await page.fill("#budget", "2")
     await page.fill("#schema", '{"type": "object",')
     assert "not valid JSON" in (await page.text_content("#schema-error") or "")
-    await page.click("button[type=submit]")
+    await page.click("#run-form button[type=submit]")
     assert page.url.endswith("/run")  # refused client-side
     await page.fill("#schema", json.dumps(PRODUCTS_SCHEMA, indent=1))
     assert await page.text_content("#schema-error") == ""
@@ -169,7 +175,7 @@ async def test_a_run_from_the_form_shows_cards_live_view_and_output(
         assert "not available" in (await page.text_content("#profile-note") or "")
     await no_horizontal_overflow(page)
     await shoot(page, "run")
-    await page.click("button[type=submit]")
+    await page.click("#run-form button[type=submit]")
     await page.wait_for_url("**/sessions/*")
     session_id = page.url.rsplit("/", 1)[1]
     created = http.get(f"/v3/sessions/{session_id}").json()
@@ -224,7 +230,7 @@ async def test_a_run_from_the_form_shows_cards_live_view_and_output(
 async def test_stop_and_follow_up_at_phone_width(
     server: ServerProcess, browser: Browser, fake: FakeProvider, site: FixtureSites, http: httpx.Client
 ) -> None:
-    page = await signed_in_page(browser, PHONE)
+    page = await signed_in_page(browser, server, PHONE)
     await page.goto(server.base_url + "/")
     await no_horizontal_overflow(page)
 
@@ -284,7 +290,7 @@ async def test_stop_and_follow_up_at_phone_width(
 async def test_profiles_note_and_raw_browsers_with_their_live_view(
     server: ServerProcess, browser: Browser, http: httpx.Client
 ) -> None:
-    page = await signed_in_page(browser, DESKTOP)
+    page = await signed_in_page(browser, server, DESKTOP)
     await page.goto(server.base_url + "/")
     assert await page.locator("#rows tr[data-id]").count() >= 3  # the sessions of the tests before
     await shoot(page, "sessions-list")
@@ -314,6 +320,8 @@ def test_pages_take_basic_or_the_api_key_and_scripts_only_same_site(server: Serv
     assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Basic ")
     wrong = httpx.get(base + "/", auth=("admin", "wrong"), headers=forwarded_for())
     assert wrong.status_code == 401
+    as_key = httpx.get(base + "/", auth=("admin", API_KEY), headers=forwarded_for())
+    assert as_key.status_code == 401  # the API key is never the dashboard's password (spec §25.2)
     for headers in (BASIC, AUTH, {"X-Browser-Use-API-Key": API_KEY}):
         page = httpx.get(base + "/", headers=headers)
         assert page.status_code == 200 and "<h1>Sessions</h1>" in page.text

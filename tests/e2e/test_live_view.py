@@ -44,7 +44,9 @@ from tests.support.server import ServerProcess
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
 
 API_KEY = "live-view-key"
+PASSWORD = "live-view-dashboard-pw"
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
+BASIC = {"Authorization": "Basic " + base64.b64encode(f"admin:{PASSWORD}".encode()).decode()}
 CHROMIUM = "/usr/bin/chromium"
 
 
@@ -55,7 +57,9 @@ def view_token(resource_id: str) -> str:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    process = start_isolated_server(tmp_path_factory.mktemp("live-home"), slots=2, API_KEY=API_KEY)
+    process = start_isolated_server(
+        tmp_path_factory.mktemp("live-home"), slots=2, API_KEY=API_KEY, DASHBOARD_PASSWORD=PASSWORD
+    )
     yield process
     process.stop()
     assert not process.leftovers()
@@ -105,7 +109,8 @@ def magenta_share(png: bytes, box: tuple[int, int, int, int]) -> float:
 
 
 async def wait_state(page: Page, state: str, timeout: float = 20.0) -> None:
-    await page.wait_for_function(f"document.body.dataset.state === '{state}'", timeout=timeout * 1000)
+    # a locator, not wait_for_function: the viewer's CSP refuses the eval that a string predicate needs
+    await page.locator(f"body[data-state={state}]").wait_for(state="attached", timeout=timeout * 1000)
 
 
 # -- the stream ------------------------------------------------------------------------------------------------
@@ -172,6 +177,28 @@ async def test_viewer_says_when_the_stream_ends(server: ServerProcess, http: htt
     assert "http-equiv" not in stopped.text  # a stopped raw browser never comes back: no refresh
 
 
+async def test_the_viewer_works_under_its_content_security_policy(
+    server: ServerProcess, live_browser: dict[str, Any]
+) -> None:
+    live_url = f"{server.base_url}{live_browser['liveUrl']}"
+    policy = httpx.get(live_url).headers["content-security-policy"]
+    assert "default-src 'none'" in policy and "script-src 'self' 'sha256-" in policy and "unsafe" not in policy
+    violations: list[str] = []
+    async with async_playwright() as playwright:
+        viewer = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=["--no-sandbox"])
+        try:
+            page = await viewer.new_page()
+            page.on(
+                "console",
+                lambda message: violations.append(message.text) if "Content Security" in message.text else None,
+            )
+            await page.goto(live_url)
+            await wait_state(page, "connected")
+        finally:
+            await viewer.close()
+    assert violations == []
+
+
 # -- credentials -----------------------------------------------------------------------------------------------
 async def test_credentials_are_checked_on_page_assets_and_socket(
     server: ServerProcess, live_browser: dict[str, Any]
@@ -198,7 +225,7 @@ async def test_credentials_are_checked_on_page_assets_and_socket(
     for allowed, headers in (
         (f"/view?token={token}", {}),
         ("/view", AUTH),
-        ("/view", {"Authorization": "Basic " + base64.b64encode(f"admin:{API_KEY}".encode()).decode()}),
+        ("/view", BASIC),
         (f"/_t/{token}/core/rfb.js", {}),
         (f"/_t/{token}/core/util/logging.js", {}),  # what rfb.js imports relatively
         (f"/_t/{token}/vendor/pako/lib/zlib/inflate.js", {}),
@@ -235,8 +262,7 @@ async def test_control_toggles_view_only(server: ServerProcess, live_browser: di
         timeout=20,
     )
     assert "ans=viewonly:0" in query.stdout + query.stderr
-    basic = {"Authorization": "Basic " + base64.b64encode(f"admin:{API_KEY}".encode()).decode()}
-    disabled = httpx.post(control, json={"enabled": False}, headers=basic)
+    disabled = httpx.post(control, json={"enabled": False}, headers=BASIC)
     assert disabled.status_code == 200 and disabled.json() == {"viewOnly": True}
 
 
@@ -248,6 +274,7 @@ async def test_a_session_without_a_browser_gets_a_page_that_says_so(server: Serv
     page = httpx.get(f"{server.base_url}/vnc/{session_id}/view?token={token}")
     assert page.status_code == 200
     assert "is created" in page.text and "nothing to watch" in page.text and 'http-equiv="refresh"' in page.text
+    assert page.headers["content-security-policy"].startswith("default-src 'none'; style-src 'sha256-")
     asset = httpx.get(f"{server.base_url}/vnc/{session_id}/_t/{token}/core/rfb.js")
     assert asset.status_code == 404 and asset.json() == {"detail": "Session has no live browser"}
     assert await close_code(ws_url(server, f"/vnc/{session_id}/websockify?token={token}")) == 1011

@@ -17,7 +17,9 @@ started") quickly instead of starting Chromium per example. Hence "no 5xx" reads
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
+from typing import Any
 
 import hypothesis
 import pytest
@@ -123,3 +125,41 @@ def test_fixed_seed_cases_conform(operations: list[schemathesis.APIOperation]) -
 
 def test_random_cases_conform(operations: list[schemathesis.APIOperation]) -> None:
     run_all(operations, examples=RANDOM_EXAMPLES, seed=None)
+
+
+OVERSIZED = {"task": "x" * (2 << 20)}
+HUGE_NUMBERS: list[dict[str, Any]] = [
+    {"task": "t", "maxCostUsd": 10**5000 // 9},
+    {"task": "t", "maxCostUsd": 2**53 + 1, "timeoutMinutes": -(2**64)},
+    {"outputSchema": {"maximum": -(10**400)}, "cookies": [{"expires": 2**70}]},
+]
+"""Integers only: the client refuses to write NaN or Infinity (``test_bounds.py`` sends those as raw text)."""
+
+
+@pytest.fixture
+def any_int_digits() -> Iterator[None]:
+    """Let this process write a 5,000-digit integer (Python refuses past 4,300 by default)."""
+    before = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(0)
+    yield
+    sys.set_int_max_str_digits(before)
+
+
+@pytest.mark.usefixtures("any_int_digits")
+def test_oversized_and_huge_number_bodies_get_a_declared_4xx(operations: list[schemathesis.APIOperation]) -> None:
+    """Every operation that takes a body, sent one over 1 MiB (413) and numbers JSON cannot carry (400)."""
+    with_body = [op for op in operations if "requestBody" in op.definition.raw]
+    assert len(with_body) >= 7, [op.label for op in with_body]
+    failures = []
+    for operation in with_body:
+        path_parameters = {parameter.name: "no-such-id" for parameter in operation.path_parameters}
+        for body, expected in [(OVERSIZED, {413}), *((value, {400, 404}) for value in HUGE_NUMBERS)]:
+            case = operation.Case(path_parameters=path_parameters, body=body, media_type="application/json")
+            try:
+                response = case.call_and_validate(headers=AUTH, checks=CHECKS, timeout=REQUEST_TIMEOUT)
+            except Exception as exc:  # collect them all, then report them together
+                failures.append(f"{operation.label}: {exc}")
+                continue
+            if response.status_code not in expected:
+                failures.append(f"{operation.label}: {response.status_code} {response.text[:200]}")
+    assert not failures, "\n\n".join(failures)

@@ -58,10 +58,13 @@ def assert_page_cannot_drive(server: ServerProcess, auth: dict[str, str]) -> Non
 
 def assert_scripts_and_own_pages_work(server: ServerProcess, auth: dict[str, str]) -> None:
     assert httpx.post(f"{server.v3}/sessions", json={}, headers=auth).status_code == 200  # curl, the SDK
-    for origin in (f"http://127.0.0.1:{server.port}", f"http://localhost:{server.port}"):
-        same_origin = httpx.post(f"{server.v3}/sessions", json={}, headers={"Origin": origin, **auth})
-        assert same_origin.status_code == 200, origin
+    for host in (f"127.0.0.1:{server.port}", f"localhost:{server.port}"):
+        own = {"Host": host, "Origin": f"http://{host}", **auth}  # a page of this server, as the browser reached it
+        same_origin = httpx.post(f"{server.v3}/sessions", json={}, headers=own)
+        assert same_origin.status_code == 200, host
         assert "access-control-allow-origin" not in same_origin.headers
+    other_name = {"Host": f"127.0.0.1:{server.port}", "Origin": f"http://localhost:{server.port}", **auth}
+    assert httpx.get(f"{server.v3}/sessions", headers=other_name).status_code == 403  # spec §25.2: not its own
     by_name = httpx.get(f"{server.base_url}/health", headers={"Host": f"localhost:{server.port}"})
     assert by_name.status_code == 200
     assert session_total(server, auth) == 3

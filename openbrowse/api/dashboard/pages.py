@@ -2,7 +2,7 @@
 
 Every value is escaped here (``html.escape``); the pages' scripts (``static/*.js``) take over from the rendered
 state and keep it live through the same-origin API, writing data with ``textContent`` only. Pages carry no inline
-script or style, so a ``script-src 'self'`` Content-Security-Policy holds (see ``routes.py``).
+script or style, so a ``script-src 'self'`` Content-Security-Policy holds (:data:`PAGE_HEADERS`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,32 @@ from datetime import UTC, datetime
 from openbrowse.api.schemas import SessionView
 from openbrowse.domain.clock import from_wire
 
-__all__ = ["browsers_page", "not_found_page", "profiles_page", "run_page", "session_page", "sessions_page"]
+__all__ = [
+    "CONTENT_SECURITY_POLICY",
+    "PAGE_HEADERS",
+    "browsers_page",
+    "login_page",
+    "not_found_page",
+    "profiles_page",
+    "run_page",
+    "session_page",
+    "sessions_page",
+    "with_logout",
+]
 
 STATIC = "/ui/static"
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "frame-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'self'"
+)
+PAGE_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "Cache-Control": "no-store",
+    "Referrer-Policy": "same-origin",
+    "X-Content-Type-Options": "nosniff",
+}
+"""Sent with every page: nothing but this origin (the feed shows text taken from arbitrary web pages; the pages
+render it as text, and the policy is the second line of defence)."""
 _KEBAB = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _NAV = (("sessions", "/", "Sessions"), ("run", "/run", "New run"), ("browsers", "/browsers", "Browsers"),
         ("profiles", "/profiles", "Profiles"))  # fmt: skip
@@ -46,9 +69,55 @@ def layout(*, title: str, page: str, body: str, data: Mapping[str, str] | None =
         f'<link rel="stylesheet" href="{STATIC}/dashboard.css">'
         f"{module}</head>\n"
         f'<body data-page="{page}"{_data_attributes(data or {})}>'
-        f'<header class="top"><a class="brand" href="/">OpenBrowse</a><nav>{links}</nav></header>'
+        f'<header class="top"><a class="brand" href="/">OpenBrowse</a><nav>{links}</nav>{_ACCOUNT_SLOT}</header>'
         f"<main>{body}</main></body></html>\n"
     )
+
+
+_ACCOUNT_SLOT = "<!--account-->"
+_LOGOUT_FORM = (
+    '<form class="account" method="post" action="/dashboard/logout">'
+    '<button type="submit" id="logout">Log out</button></form>'
+)
+
+
+def with_logout(document: str) -> str:
+    """The page with a "Log out" button in its header, for a browser signed in with the login form; its scripts
+    send it back to the form when the login expires (``data-signed-in``)."""
+    marked = document.replace("<body ", '<body data-signed-in="cookie" ', 1)
+    return marked.replace(_ACCOUNT_SLOT, _LOGOUT_FORM, 1)
+
+
+def login_page(*, next_path: str, error: str = "", available: bool = True, arrived_from_elsewhere: bool = False) -> str:
+    """The login form (spec §25.2). It posts same-origin to ``/dashboard/login``; ``next_path`` is where a
+    successful login goes. ``arrived_from_elsewhere``: the request came from another site's link, which carries no
+    ``SameSite=Strict`` cookie, so a browser that is signed in already is offered a plain link onward."""
+    if not available:
+        body = (
+            "<h1>Sign in</h1>"
+            '<p class="placeholder">The dashboard login is off: this server has <code>API_KEY</code> set but no '
+            "<code>DASHBOARD_PASSWORD</code>. Set <code>DASHBOARD_PASSWORD</code> (a secret of its own, not the "
+            "API key) and restart to sign in here.</p>"
+        )
+        return layout(title="Sign in", page="login", body=body, script=False)
+    onward = (
+        f'<p class="hint">Already signed in in this browser? <a id="continue" href="{_e(next_path)}">Continue</a>.</p>'
+        if arrived_from_elsewhere
+        else ""
+    )
+    body = (
+        "<h1>Sign in</h1>"
+        '<form id="login-form" class="inline-form" method="post" action="/dashboard/login">'
+        f'<input type="hidden" name="next" value="{_e(next_path)}">'
+        '<label for="login-user">User</label>'
+        '<input id="login-user" name="username" autocomplete="username" required autofocus>'
+        '<label for="login-password">Password</label>'
+        '<input id="login-password" name="password" type="password" autocomplete="current-password" required>'
+        '<div class="actions"><button type="submit" class="primary">Sign in</button>'
+        f'<span id="login-error" class="error" role="alert">{_e(error)}</span></div></form>'
+        f"{onward}"
+    )
+    return layout(title="Sign in", page="login", body=body, script=False)
 
 
 def age(created_at: str, now: datetime | None = None) -> str:

@@ -62,6 +62,7 @@ async def health_details(request: Request, manager: ManagerDep, settings: Settin
         live_objects=live_counts(),
         engine_threads=engine_threads(),
         sandbox=_sandbox(request, settings),
+        file_warnings=getattr(request.app.state, "file_warnings", []),
         **await _slot_memory(request),
     )
 

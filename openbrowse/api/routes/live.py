@@ -1,8 +1,9 @@
 """Live view through port 8420 only (spec §4.10): the viewer page, noVNC assets, the VNC socket, control.
 
 Every id resolves through :class:`~openbrowse.sessions.live.LiveTargets`, so sessions and raw browsers share
-these routes. Auth is ``require_viewer`` (API key, HTTP Basic, or the id's view token as ``?token=``), except
-``POST /control``, which takes the API key or Basic only.
+these routes. Auth is ``require_viewer`` (API key, the id's view token as ``?token=``, or the dashboard's Basic
+credentials or login cookie from this server's own pages only, spec §25.2), except ``POST /control``, which
+takes the API key or the dashboard's credentials only.
 
 Why assets can carry the token in their **path** (``/vnc/{id}/_t/{token}/core/rfb.js``): noVNC is a tree of ES
 modules whose imports are relative (``./util/logging.js``, ``../vendor/pako/…``). A ``?token=`` on the first
@@ -21,15 +22,21 @@ from urllib.parse import quote
 
 import httpx
 from fastapi import APIRouter, Request, WebSocket
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import StrictBool
 from starlette.exceptions import HTTPException
 
-from openbrowse.api.auth import AuthFailed, AuthThrottled, view_token
+from openbrowse.api.auth import AuthFailed, AuthThrottled, CrossSiteCredentials, view_token
 from openbrowse.api.body import parse_body
 from openbrowse.api.deps import AuthenticatorDep, LiveTargetsDep, LoopbackHttpDep, SettingsDep
 from openbrowse.api.errors import auth_refusal
-from openbrowse.api.live_page import no_live_browser_page, viewer_page
+from openbrowse.api.live_page import (
+    ASSET_HEADERS,
+    NO_BROWSER_HEADERS,
+    VIEWER_HEADERS,
+    no_live_browser_page,
+    viewer_page,
+)
 from openbrowse.api.openapi_docs import error_responses, request_body
 from openbrowse.api.resource_auth import require_path_token
 from openbrowse.api.schemas import WireModel
@@ -46,7 +53,6 @@ TOKEN_PREFIX = "_t/"
 VNC_MAX_MESSAGE = 1 << 20
 """Largest message a viewer may send: noVNC sends key, pointer and clipboard events, all small."""
 REFRESH_SECONDS = 5
-_NO_STORE = {"Cache-Control": "no-store"}
 _PASSED_HEADERS = ("content-type", "last-modified", "etag")
 _VNC_ERRORS = (OpenBrowseError, RuntimeError, OSError)
 _ASSET_RESPONSES: dict[int | str, dict[str, Any]] = {
@@ -84,13 +90,13 @@ async def view(
         page = no_live_browser_page(
             target_id=target_id, kind=target.kind, status=target.status, refresh_seconds=refresh
         )
-        return HTMLResponse(page, headers=_NO_STORE)
+        return HTMLResponse(page, headers=NO_BROWSER_HEADERS)
     token = view_token(settings.API_KEY or "", target_id) if settings.auth_enabled else None
     client_url = f"./{TOKEN_PREFIX}{token}/core/rfb.js" if token else "./core/rfb.js"
     page = viewer_page(
         target_id=target_id, client_url=client_url, default_path=f"vnc/{target_id}/websockify", token=token
     )
-    return HTMLResponse(page, headers=_NO_STORE)
+    return HTMLResponse(page, headers=VIEWER_HEADERS)
 
 
 @router.post(
@@ -121,6 +127,9 @@ async def websockify(websocket: WebSocket, target_id: str, targets: LiveTargetsD
         auth.require_viewer(websocket, target_id)
     except (AuthFailed, AuthThrottled) as exc:
         await deny_websocket(websocket, auth_refusal(exc))
+        return
+    except CrossSiteCredentials as exc:
+        await deny_websocket(websocket, JSONResponse({"detail": exc.detail}, status_code=exc.status_code))
         return
     await websocket.accept(subprotocol=offered_subprotocol(websocket, "binary"))
     try:
@@ -181,4 +190,5 @@ async def asset(
         raise HTTPException(502, "The live view gave an unexpected answer")
     headers = {name: upstream.headers[name] for name in _PASSED_HEADERS if name in upstream.headers}
     headers["Cache-Control"] = "private, max-age=300"
+    headers.update(ASSET_HEADERS)
     return Response(upstream.content, headers=headers)

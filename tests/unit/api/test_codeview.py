@@ -61,5 +61,5 @@ async def test_the_host_and_origin_guard_still_applies(tmp_path: Path) -> None:
     ],
 )
 def test_the_url_a_sessions_chromium_uses(tmp_path: Path, host: str, port: int, url: str | None) -> None:
-    settings = Settings(HOST=host, PORT=port, API_KEY="k", OPENBROWSE_HOME=tmp_path)
+    settings = Settings(HOST=host, PORT=port, API_KEY="k", DASHBOARD_PASSWORD="pw", OPENBROWSE_HOME=tmp_path)
     assert settings.codeview_url == url

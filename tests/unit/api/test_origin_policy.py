@@ -31,19 +31,23 @@ def test_other_names_are_refused_by_default(tmp_path: Path, host: str | None) ->
 
 
 def test_allowed_hosts_and_the_bind_address(tmp_path: Path) -> None:
-    named = policy(tmp_path, HOST="10.0.0.5", API_KEY="k", ALLOWED_HOSTS="api.example, *.corp.example")
+    named = policy(
+        tmp_path, HOST="10.0.0.5", API_KEY="k", DASHBOARD_PASSWORD="pw", ALLOWED_HOSTS="api.example, *.corp.example"
+    )
     assert named.host_allowed("10.0.0.5:8420") and named.host_allowed("api.example")
     assert named.host_allowed("x.corp.example") and not named.host_allowed("corp.example.evil")
     assert not named.host_allowed("10.0.0.6")
-    wildcard = policy(tmp_path, HOST="0.0.0.0", API_KEY="k")
+    wildcard = policy(tmp_path, HOST="0.0.0.0", API_KEY="k", DASHBOARD_PASSWORD="pw")
     assert wildcard.host_allowed("192.0.2.7:8420") and wildcard.host_allowed("[2001:db8::1]:8420")
     assert not wildcard.host_allowed("rebound.example")  # an address cannot be rebound; a name can
 
 
-def test_own_origin_is_scheme_allowed_host_and_the_port_the_client_used(tmp_path: Path) -> None:
+def test_own_origin_is_the_scheme_and_host_the_request_came_with(tmp_path: Path) -> None:
     rules = policy(tmp_path)
     assert rules.origin_allowed("http://127.0.0.1:8420", host_header="127.0.0.1:8420", scheme="http")
-    assert rules.origin_allowed("http://localhost:8420", host_header="127.0.0.1:8420", scheme="ws")
+    assert rules.origin_allowed("http://localhost:8420", host_header="localhost:8420", scheme="ws")
+    assert rules.origin_allowed("http://LOCALHOST:80", host_header="localhost", scheme="http")
+    assert not rules.origin_allowed("http://localhost:8420", host_header="127.0.0.1:8420", scheme="http")
     assert not rules.origin_allowed("http://localhost:3000", host_header="127.0.0.1:8420", scheme="http")
     assert not rules.origin_allowed("https://127.0.0.1:8420", host_header="127.0.0.1:8420", scheme="http")
     assert not rules.origin_allowed("http://evil.example:8420", host_header="127.0.0.1:8420", scheme="http")
@@ -60,3 +64,17 @@ def test_cors_origins_are_matched_normalised(tmp_path: Path) -> None:
     assert normalize_origin("HTTP://[::1]:80") == "http://[::1]"
     assert normalize_origin("https://a.example/path") is None
     assert normalize_origin("file://") is None
+
+
+def test_host_allow_listing_alone_does_not_admit_an_origin(tmp_path: Path) -> None:
+    """Spec §25.2: every IP literal passes the Host check of a wildcard bind, every name passes ``*``; a page
+    served under one of them is still another origin than the one the request was sent to."""
+    wildcard = policy(tmp_path, HOST="0.0.0.0", API_KEY="k", DASHBOARD_PASSWORD="pw")
+    assert wildcard.host_allowed("192.0.2.7:8420")
+    assert not wildcard.origin_allowed("http://192.0.2.7:8420", host_header="127.0.0.1:8420", scheme="http")
+    assert not wildcard.origin_allowed("http://[2001:db8::1]:8420", host_header="192.0.2.9:8420", scheme="http")
+    assert wildcard.origin_allowed("http://192.0.2.7:8420", host_header="192.0.2.7:8420", scheme="http")
+    anything = policy(tmp_path, ALLOWED_HOSTS="*")
+    assert anything.host_allowed("evil.example:8420")
+    assert not anything.origin_allowed("http://evil.example:8420", host_header="127.0.0.1:8420", scheme="http")
+    assert not anything.origin_allowed("http://evil.example:8420", host_header="api.example:8420", scheme="http")

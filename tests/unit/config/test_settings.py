@@ -73,4 +73,5 @@ def test_public_bind_needs_an_api_key(monkeypatch: pytest.MonkeyPatch, tmp_path:
     with pytest.raises(ConfigError, match="API_KEY"):
         Settings.load()
     monkeypatch.setenv("API_KEY", "k")
+    monkeypatch.setenv("DASHBOARD_PASSWORD", "pw")
     assert Settings.load().auth_enabled

@@ -17,7 +17,13 @@ function detailOf(body, status) {
   return `The server answered ${status}.`;
 }
 
-// Same-origin call to the API; the browser adds the Basic credentials it signed in to the dashboard with.
+// Sends the browser to the login form, to come back here once signed in (the login cookie expired).
+export function signInAgain() {
+  const here = location.pathname + location.search;
+  location.assign("/dashboard/login?next=" + encodeURIComponent(here));
+}
+
+// Same-origin call to the API; the browser adds the login cookie (or the Basic credentials) it signed in with.
 export async function api(path, { method = "GET", body } = {}) {
   const init = { method, credentials: "same-origin", headers: { Accept: "application/json" } };
   if (body !== undefined) {
@@ -32,6 +38,7 @@ export async function api(path, { method = "GET", body } = {}) {
   } catch {
     parsed = null;
   }
+  if (response.status === 401 && document.body.dataset.signedIn === "cookie") signInAgain();
   if (!response.ok) throw new ApiError(response.status, detailOf(parsed, response.status));
   return parsed;
 }
