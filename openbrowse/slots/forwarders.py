@@ -60,9 +60,15 @@ def inside_relay(name: str, socket_path: Path, port: int) -> Relay:
 
 
 def host_relay(name: str, port: int, socket_path: Path) -> Relay:
-    """A host loopback TCP port → a slot's Unix socket."""
+    """A host loopback TCP port → a slot's Unix socket.
+
+    It runs outside the sandbox, so nothing ends it with the holder: ``--pdeathsig`` ends it with the server even
+    when the server is SIGKILLed (an orphan would keep the port and block that slot for every other instance).
+    """
     listen = f"TCP-LISTEN:{port},bind=127.0.0.1,fork,reuseaddr"
-    return Relay(f"{name} forwarder", [socat(), "-lf", "/dev/null", listen, f"UNIX-CONNECT:{socket_path}"])
+    die_with_server = [shutil.which("setpriv") or "/usr/bin/setpriv", "--pdeathsig", "KILL", "--"]
+    argv = [*die_with_server, socat(), "-lf", "/dev/null", listen, f"UNIX-CONNECT:{socket_path}"]
+    return Relay(f"{name} forwarder", argv)
 
 
 def egress_relay(socket_path: Path, port: int = EGRESS_PROXY_PORT) -> Relay:
