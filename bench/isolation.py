@@ -278,35 +278,18 @@ def stops(values: Sequence[float | None], cap: float) -> str:
 
 def rows_for(figures: dict[str, Figures], names: tuple[str, str], cap: float, sessions: int) -> list[list[str]]:
     now, then = (figures[name] for name in names)
+
+    def compared(label: str, figure: str, unit: str, digits: int, goal: str) -> list[str]:
+        ours, theirs = getattr(now, figure), getattr(then, figure)
+        return [label, cell(ours, unit, digits), cell(theirs, unit, digits), ratio(ours, theirs), goal]
+
     rows = [
-        [
-            "POST → running, warm spare",
-            cell(now.warm_running, "s", 3),
-            cell(then.warm_running, "s", 3),
-            ratio(now.warm_running, then.warm_running),
-            "≤ 0.2 s",
-        ],
-        [
-            "4-step task wall time",
-            cell(now.task_wall, "s", 2),
-            cell(then.task_wall, "s", 2),
-            ratio(now.task_wall, then.task_wall),
-            "≤ 1.1x baseline",
-        ],
-        [
-            "first run_code_file: Running → result",
-            cell(now.first_script, "s", 2),
-            cell(then.first_script, "s", 2),
-            ratio(now.first_script, then.first_script),
-            "includes the script host's start-up",
-        ],
-        [
-            "second run_code_file: Running → result",
-            cell(now.later_script, "s", 2),
-            cell(then.later_script, "s", 2),
-            ratio(now.later_script, then.later_script),
-            "host already up",
-        ],
+        compared("POST → running, warm spare", "warm_running", "s", 3, "≤ 0.2 s"),
+        compared("4-step task wall time", "task_wall", "s", 2, "≤ 1.1x baseline"),
+        compared(
+            "first run_code_file: Running → result", "first_script", "s", 2, "includes the script host's start-up"
+        ),
+        compared("second run_code_file: Running → result", "later_script", "s", 2, "host already up"),
         [
             "script host start-up (first − second call)",
             cell([a - b for a, b in zip(now.first_script, now.later_script, strict=True)], "s", 2),
@@ -321,20 +304,8 @@ def rows_for(figures: dict[str, Figures], names: tuple[str, str], cap: float, se
             "—",
             "≤ 10 s",
         ],
-        [
-            "PSS of a parked session, no script",
-            cell(now.pss, "MiB", 0),
-            cell(then.pss, "MiB", 0),
-            ratio(now.pss, then.pss),
-            "≤ 450 MiB; all the server's descendants",
-        ],
-        [
-            "… as /health/details reports the slot",
-            cell(now.pss_reported, "MiB", 0),
-            cell(then.pss_reported, "MiB", 0),
-            ratio(now.pss_reported, then.pss_reported),
-            "the product's own figure",
-        ],
+        compared("PSS of a parked session, no script", "pss", "MiB", 0, "≤ 450 MiB; all the server's descendants"),
+        compared("… as /health/details reports the slot", "pss_reported", "MiB", 0, "the product's own figure"),
         [
             "PSS of a parked session, with a script host",
             cell(now.pss_script, "MiB", 0),
