@@ -130,6 +130,14 @@ def chosen_files(cdp: CdpClient, session: str) -> int:
     return int(result["result"]["value"])
 
 
+def finished_download(folder: Path, name: str = "report.txt") -> str | None:
+    """The download's text once Chromium is done with it: it reserves the final name as an empty file first and
+    writes into a ``.crdownload`` beside it, so the name alone says nothing about the content."""
+    if any(folder.glob("*.crdownload")) or not (folder / name).is_file():
+        return None
+    return (folder / name).read_text()
+
+
 def cdp_error(cdp: CdpClient, method: str, params: dict[str, Any], session: str | None = None) -> str:
     with pytest.raises(RuntimeError) as refused:
         cdp.call(method, params, session)
@@ -183,7 +191,7 @@ def test_downloads_land_in_the_browsers_downloads_folder_only(
         cdp.call("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(elsewhere)})
         session = cdp.page_session()
         cdp.call("Page.navigate", {"url": f"{site.url}/report"}, session)
-        wait_until(lambda: (downloads / "report.txt").exists(), 20, what="the download in downloads/")
+        wait_until(lambda: finished_download(downloads) == "quarterly numbers", 20, what="the finished download")
         cdp_error(cdp, "Extensions.loadUnpacked", {"path": str(server.home)})
         cdp_error(cdp, "Page.navigate", {"url": f"file://{server.home}/.env"}, session)
     finally:
@@ -200,7 +208,7 @@ def test_a_client_that_never_sets_downloads_still_downloads_into_the_folder(
     try:
         session = cdp.page_session()
         cdp.call("Page.navigate", {"url": f"{site.url}/report"}, session)
-        wait_until(lambda: (downloads / "report.txt").exists(), 20, what="the download in downloads/")
+        wait_until(lambda: finished_download(downloads) == "quarterly numbers", 20, what="the finished download")
     finally:
         cdp.close()
 
