@@ -166,6 +166,11 @@ class SlotConfinement:
         if self._limits is not None:
             self._limits.start()
 
+    def check_limits_now(self) -> None:
+        """See :meth:`LimitWatcher.check_now`; nothing without a sandbox."""
+        if self._limits is not None:
+            self._limits.check_now()
+
     def _warn(self, text: str) -> None:
         for listener in list(self.warning_listeners):
             try:

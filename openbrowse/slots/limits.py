@@ -78,6 +78,14 @@ class LimitWatcher:
             if checks % DISK_CHECK_EVERY == 0 and await self._disk_exceeded():
                 return
 
+    def check_now(self) -> None:
+        """Read the OOM-kill counter at once: a process inside just died, and what ends the session must be known
+        before its caller (the agent, reading a script's crash) moves on, not half a poll later."""
+        if self._task is None or self._task.done():
+            return
+        if self._memory_exceeded():
+            self._task.cancel()
+
     def _memory_exceeded(self) -> bool:
         kills = self._cgroup.oom_kills() - self._baseline
         if kills <= self.strikes:

@@ -191,6 +191,7 @@ class ScriptHost:
         *,
         python: str = sys.executable,
         start_timeout: float = START_TIMEOUT,
+        on_death: Callable[[], None] | None = None,
     ) -> None:
         self.name = name
         self._wrap = command_wrapper
@@ -200,6 +201,7 @@ class ScriptHost:
         self._cdp_port = cdp_port
         self._python = python
         self._start_timeout = start_timeout
+        self._on_death = on_death
         self._process: ManagedProcess | None = None
         self._connection: _Connection | None = None
         self._lock = asyncio.Lock()
@@ -299,6 +301,8 @@ class ScriptHost:
             tail = process.output_tail(600).strip() if process is not None else ""
             error = f"The script host exited unexpectedly (exit code {code})" + (f": {tail}" if tail else ".")
             logger.warning("%s: %s", self.name, error)
+            if self._on_death is not None:  # e.g. the memory cap's killer: the slot learns it before the agent does
+                self._on_death()
         self._kill_now("it died", lost=True)
         return ScriptOutcome(ScriptEnd.CRASHED, output.text, output.received, error=error)
 

@@ -169,6 +169,7 @@ class Slot:
                 self.temp_dir,
                 self.confinement.owner_uid,
                 self.cdp_port,
+                on_death=self.confinement.check_limits_now,
             )
         return self._script_host
 
