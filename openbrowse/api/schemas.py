@@ -69,6 +69,12 @@ class StopSessionBody(WireModel):
     strategy: Literal["session", "task"] = "session"
 
 
+class UpdateSessionBody(WireModel):
+    """``PATCH /v3/sessions/{id}`` (spec §21.3): a new title; ``null`` clears it."""
+
+    title: str | None = Field(default=None, max_length=200)
+
+
 class SessionView(WireModel):
     id: str
     status: str

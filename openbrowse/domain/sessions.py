@@ -90,3 +90,16 @@ class SessionRecord:
 
     def evolve(self, **changes: Any) -> SessionRecord:
         return replace(self, **changes)
+
+
+TITLE_LIMIT = 80
+
+
+def title_from_task(task: str | None) -> str | None:
+    """A session's title made from its first task: the first non-blank line, spaces collapsed, at most 80
+    characters (spec §21.3)."""
+    for line in (task or "").splitlines():
+        words = " ".join(line.split())
+        if words:
+            return words if len(words) <= TITLE_LIMIT else words[: TITLE_LIMIT - 1].rstrip() + "…"
+    return None

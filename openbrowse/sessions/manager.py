@@ -21,7 +21,13 @@ from openbrowse.domain.feed import FeedEntry, Message
 from openbrowse.domain.ids import SessionId, new_session_id
 from openbrowse.domain.redaction import REDACTORS
 from openbrowse.domain.secrets import ScopedSecrets, scope_secrets, secret_values
-from openbrowse.domain.sessions import TERMINAL_STATUSES, SessionRecord, SessionStatus, StopStrategy
+from openbrowse.domain.sessions import (
+    TERMINAL_STATUSES,
+    SessionRecord,
+    SessionStatus,
+    StopStrategy,
+    title_from_task,
+)
 from openbrowse.errors import InvalidRequest, SessionNotFound
 from openbrowse.sessions.admission import QueueAdmission
 from openbrowse.sessions.locks import KeyedLocks
@@ -45,7 +51,6 @@ from openbrowse.store.sessions import NEXT_IN_QUEUE, SessionRepo
 
 logger = logging.getLogger(__name__)
 
-TITLE_LIMIT = 80
 RESTART_FIELDS = ("model", "reasoning effort", "output schema", "sensitive data", "system prompt extension", "profile")
 
 
@@ -175,6 +180,13 @@ class SessionManager:
             REDACTORS.drop(session_id)
 
     # -- queries -----------------------------------------------------------------------------------------------
+    async def rename(self, session_id: SessionId, title: str | None) -> SessionRecord:
+        """Set the session's title (spec §21.3); None or blanks clear it."""
+        words = " ".join((title or "").split()) or None
+        async with self.lock(session_id):
+            await self.sessions.get(session_id)  # SessionNotFound for an unknown id
+            return await self.sessions.update(session_id, title=words)
+
     async def get(self, session_id: str) -> SessionRecord:
         """The row for display (shared with other readers: never mutate it)."""
         return await self.sessions.view(session_id)
@@ -230,7 +242,7 @@ class SessionManager:
             reasoning_effort=effort,
             created_at=now,
             updated_at=now,
-            title=task[:TITLE_LIMIT] if task else None,
+            title=title_from_task(task),
             task=task,
             pending_task=task,
             keep_alive=bool(request.keep_alive),
@@ -265,7 +277,7 @@ class SessionManager:
                 raise InvalidRequest("Task is required when targeting an existing session")
             changes, changed = await self._follow_up_changes(record, request, task)
             self._hold_secrets(session_id, changes.get("sensitive_data"))
-            changes.update(task=task, title=record.title or task[:TITLE_LIMIT])
+            changes.update(task=task, title=record.title or title_from_task(task))
             worker = self._workers.get(session_id)
             if worker is None or changed or not worker.awaiting_follow_up:
                 self._check_queue()  # a cold run queues for a slot

@@ -325,3 +325,20 @@ def test_health(http: httpx.Client) -> None:
     details = http.get("/health/details").json()
     assert details["status"] == "ok" and details["maxConcurrentSessions"] == 1
     assert {"activeSessions", "queuedSessions", "parkedSessions", "cpu", "memory", "isAvailable"} <= set(details)
+
+
+async def test_the_title_comes_from_the_first_task_and_patch_changes_it(
+    client: AsyncBrowserUse, http: httpx.Client
+) -> None:
+    task = "\n  Find the   cheapest flight to Lisbon next Friday " + "and compare airlines " * 6 + "\nThen book it."
+    created = http.post("/v3/sessions", json={"task": task}).json()
+    assert created["title"].startswith("Find the cheapest flight to Lisbon next Friday and compare")
+    assert len(created["title"]) == 80 and created["title"].endswith("…") and "book" not in created["title"]
+
+    renamed = http.patch(f"/v3/sessions/{created['id']}", json={"title": "  Lisbon   trip "})
+    assert renamed.status_code == 200 and renamed.json()["title"] == "Lisbon trip"
+    assert (await client.sessions.get(created["id"])).title == "Lisbon trip"
+    assert http.patch(f"/v3/sessions/{created['id']}", json={"title": None}).json()["title"] is None
+    assert http.patch(f"/v3/sessions/{created['id']}", json={"title": "x" * 201}).status_code == 422
+    missing = http.patch("/v3/sessions/00000000-0000-4000-8000-000000000000", json={"title": "nope"})
+    assert missing.status_code == 404 and missing.json() == {"detail": "Session not found"}

@@ -16,6 +16,7 @@ from openbrowse.api.schemas import (
     SessionListView,
     SessionView,
     StopSessionBody,
+    UpdateSessionBody,
     message_view,
     session_json,
     session_view,
@@ -109,6 +110,19 @@ async def stop_session(session_id: str, request: Request, manager: ManagerDep) -
     body = await parse_body(request, StopSessionBody)
     record = await manager.stop(SessionId(session_id), StopStrategy(body.strategy))
     return session_view(record)
+
+
+@router.patch(
+    "/{session_id}",
+    response_model=SessionView,
+    response_model_by_alias=True,
+    responses=_UNKNOWN_ID,
+    openapi_extra=request_body(UpdateSessionBody),
+)
+async def update_session(session_id: str, request: Request, manager: ManagerDep) -> SessionView:
+    """Change the session's title (spec §21.3)."""
+    body = await parse_body(request, UpdateSessionBody)
+    return session_view(await manager.rename(SessionId(session_id), body.title))
 
 
 @router.delete("/{session_id}", status_code=204, response_class=Response, responses=_UNKNOWN_ID)
