@@ -138,6 +138,10 @@ class Settings(BaseSettings):
     """Holes in ``public-only``: host names with ``*`` wildcards, IP literals or CIDR blocks, comma-separated.
     Distinct from ``ALLOWED_HOSTS`` (the HTTP ``Host`` allow-list)."""
 
+    CONTROL_EVALUATE: bool = True
+    """Whether the browser control API runs page JavaScript for ``act evaluate`` and ``wait fn`` (spec §20.4);
+    off, both get 403 ``ACT_EVALUATE_DISABLED``."""
+
     ALLOW_UNSANDBOXED: bool = False
     """Run slots without the per-slot sandbox (own uid, namespaces, cgroup limits) where the kernel refuses it.
     Development only: a hostile page can then reach the host (spec §24.2)."""
@@ -166,6 +170,8 @@ class Settings(BaseSettings):
     """Open ``/events`` streams of all sessions together; one more is a 429 (spec §25.1)."""
     MAX_QUEUED: int = Field(default=1000, ge=0)
     """Agent runs and raw browsers that may wait for a display slot at once; one more is a 429 (spec §25.1)."""
+    BROWSER_TOKEN_TTL_S: int = Field(default=900, ge=1, le=86_400)
+    """Seconds a raw browser's CDP token opens new connections (spec §21.4); connections already open stay."""
 
     @field_validator("LOG_LEVEL", mode="before")
     @classmethod

@@ -44,6 +44,8 @@ _BROWSER_END_REASONS = {
     BrowserStopReason.REQUESTED: EndReason.CLOSED,
     BrowserStopReason.ABANDONED: EndReason.CLOSED,
     BrowserStopReason.TIMEOUT: EndReason.MAX_DURATION,
+    BrowserStopReason.IDLE_TIMEOUT: EndReason.IDLE_TIMEOUT,
+    BrowserStopReason.CAPACITY_TIMEOUT: EndReason.CAPACITY_TIMEOUT,
     BrowserStopReason.BROWSER_EXITED: EndReason.RUNNER_LOST,
     BrowserStopReason.RESTART: EndReason.RUNNER_LOST,
     BrowserStopReason.SHUTDOWN: EndReason.MAINTENANCE,
@@ -57,9 +59,11 @@ def browser_end_reason(status: BrowserStatus, stop_reason: BrowserStopReason | N
     return _BROWSER_END_REASONS.get(stop_reason, EndReason.ERROR) if stop_reason else EndReason.ERROR
 
 
-def browser_state(status: BrowserStatus, stop_reason: BrowserStopReason | None) -> BrowserState:
+def browser_state(
+    status: BrowserStatus, stop_reason: BrowserStopReason | None, *, queued: bool = False
+) -> BrowserState:
     if status is BrowserStatus.ACTIVE:
-        return BrowserState.LIVE
+        return BrowserState.STARTING if queued else BrowserState.LIVE
     if browser_end_reason(status, stop_reason) is EndReason.RUNNER_LOST:
         return BrowserState.LOST
     return BrowserState.ENDED

@@ -1,17 +1,17 @@
-"""BrowserService: raw browsers for callers who bring their own agent (spec §19.1).
+"""BrowserService: raw browsers for callers who bring their own agent (spec §19.1, §21).
 
 A raw browser is a display slot taken from the **same** :class:`~openbrowse.slots.pool.SlotPool` as agent runs
 (same FIFO queue, same eviction of parked keep-alive sessions) with a Chromium on it and nothing else: the
 caller drives it over CDP. Each browser lives in one task owned by this service:
 
-    lease a slot (may queue) -> start Chromium (VNC starts lazily on the first live view)
-    -> insert the row (``active``) and hand the record to the waiting POST
-    -> wait for a stop request, ``timeoutAt``, or Chromium dying -> release the slot -> row ``stopped``
+    [queued row, answered at once] -> lease a slot (bounded wait, see ``browser_capacity``) -> start Chromium
+    -> row ``active`` and live, handed to the waiting POST -> wait for a stop request, the idle or age limit, or
+    Chromium dying (``browser_lifetime``) -> revoke its tokens -> release the slot -> row ``stopped``
 
-A CDP client disconnecting changes nothing; only a stop, the timeout, the browser exiting or shutdown end it.
 If the POST that asked for a browser goes away before the browser is up, the browser is abandoned (it would
-otherwise hold a slot until its timeout with nobody knowing its id). Rows left ``active`` by a previous
-process are marked ``stopped`` on entry; that process's children are already gone (the pool's start-up clean-up).
+otherwise hold a slot with nobody knowing its id); a queued browser's POST has already been answered. Rows left
+``active`` by a previous process are marked stopped on entry; that process's children are already gone (the
+pool's start-up clean-up).
 """
 
 from __future__ import annotations
@@ -19,29 +19,32 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import timedelta
+import time
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol
 
 from openbrowse.domain.browser_folders import BrowserFolders
 from openbrowse.domain.browsers import (
-    DEFAULT_TIMEOUT_MINUTES,
+    QUEUE_REASON_FULL,
+    BrowserQueue,
     BrowserRecord,
     BrowserStatus,
     BrowserStopReason,
 )
 from openbrowse.domain.clock import Clock, utc_now
 from openbrowse.domain.ids import BrowserId, new_browser_id
-from openbrowse.errors import BrowserUnavailable, InvalidRequest, ResourceLimitExceeded
+from openbrowse.errors import BrowserUnavailable, InvalidRequest
 from openbrowse.profiles.service import ProfileService
 from openbrowse.sessions.admission import QueueAdmission
+from openbrowse.sessions.browser_capacity import CapacityExceeded, capacity_now, estimate_eta, lease_timeout
+from openbrowse.sessions.browser_lifetime import BrowserActivity, Lifetime, wait_for_end
+from openbrowse.sessions.browser_parts import BrowserLease, BrowserRequest, BrowserSlot, CdpEndpoint, SlotSource
+from openbrowse.sessions.browser_tokens import BrowserTokens, IssuedToken
 from openbrowse.sessions.profile_sync import ProfileSync
 from openbrowse.sessions.runtime import LiveSlot
 from openbrowse.shielding import run_shielded
-from openbrowse.slots.layout import SCREEN_HEIGHT, SCREEN_WIDTH
 from openbrowse.store.browsers import BrowserRepo
 
 __all__ = ["BrowserRequest", "BrowserService", "CdpEndpoint"]
@@ -49,85 +52,45 @@ __all__ = ["BrowserRequest", "BrowserService", "CdpEndpoint"]
 logger = logging.getLogger(__name__)
 
 
-class BrowserSlot(LiveSlot, Protocol):
-    """What a raw browser needs of a started slot (implemented by :class:`openbrowse.slots.slot.Slot`)."""
-
-    @property
-    def cdp_url(self) -> str: ...
-
-    @property
-    def cdp_ws_url(self) -> str: ...
-
-    @property
-    def uploads_dir(self) -> Path: ...
-
-    @property
-    def downloads_dir(self) -> Path: ...
-
-    async def watch(self) -> BaseException: ...
-
-
-class BrowserLease(Protocol):
-    async def start_browser(self, *, vnc: bool = ..., window_size: tuple[int, int] | None = ...) -> BrowserSlot: ...
-
-    async def release(self) -> None: ...
-
-
-class LeaseProvider(Protocol):
-    async def lease(self, owner: str, on_wait: Callable[[int], Awaitable[None]] | None = ...) -> BrowserLease: ...
-
-
-@dataclass(frozen=True, slots=True)
-class BrowserRequest:
-    """A validated ``POST /v3/browsers``. ``timeout_minutes`` may be fractional."""
-
-    timeout_minutes: float = DEFAULT_TIMEOUT_MINUTES
-    screen_width: int | None = None
-    screen_height: int | None = None
-    profile_id: str | None = None
-    metadata: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def window_size(self) -> tuple[int, int] | None:
-        if self.screen_width is None and self.screen_height is None:
-            return None
-        return (self.screen_width or SCREEN_WIDTH, self.screen_height or SCREEN_HEIGHT)
-
-
-@dataclass(frozen=True, slots=True)
-class CdpEndpoint:
-    """Where the browser's own DevTools endpoint listens (loopback only), and the folders its files may use."""
-
-    ws_url: str
-    http_url: str
-    folders: BrowserFolders
-
-
 class _Running:
     """One raw browser from the moment it was requested until its slot is released."""
 
-    def __init__(self, browser_id: BrowserId, request: BrowserRequest) -> None:
+    def __init__(self, browser_id: BrowserId, request: BrowserRequest, *, queued: bool = False) -> None:
         self.id = browser_id
         self.request = request
+        self.queued = queued
+        self.owner = f"browser {browser_id}"
         self.ready: asyncio.Future[BrowserRecord] = asyncio.get_running_loop().create_future()
         self.ready.add_done_callback(lambda f: f.cancelled() or f.exception())  # never "never retrieved"
+        self.record: BrowserRecord | None = None
         self.slot: BrowserSlot | None = None
         self.task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
         self.reason = BrowserStopReason.REQUESTED
         self.profile: ProfileSync | None = None
         self.leased = False
+        self.activity = BrowserActivity()
 
     def request_stop(self, reason: BrowserStopReason) -> None:
         """Ask the browser to end. Before it is up there is nothing to wait for: the start is cancelled."""
         if not self._stop.is_set():
             self.reason = reason
             self._stop.set()
-        if not self.ready.done() and self.task is not None:
+        if self.slot is None and self.task is not None:
             self.task.cancel()
 
     async def stop_requested(self) -> None:
         await self._stop.wait()
+
+    def expected_end(self, now: datetime) -> datetime | None:
+        """When this live browser ends if nobody uses it (for queue estimates); None before it is live."""
+        record, slot = self.record, self.slot
+        if record is None or slot is None:
+            return None
+        if self.activity.cdp_clients or slot.viewers:
+            return record.timeout_at
+        idle_left = self.activity.last_used + record.idle_timeout_ms / 1000 - time.monotonic()
+        return min(record.timeout_at, now + timedelta(seconds=max(idle_left, 0.0)))
 
 
 class BrowserService:
@@ -137,7 +100,7 @@ class BrowserService:
         self,
         browsers: BrowserRepo,
         profiles: ProfileService,
-        pool: LeaseProvider,
+        pool: SlotSource,
         live_url: Callable[[str], str],
         clock: Clock = utc_now,
         files_dir: Path | None = None,
@@ -151,6 +114,8 @@ class BrowserService:
         self._files_dir = files_dir
         self._running: dict[BrowserId, _Running] = {}
         self._closed = False
+        self.tokens = BrowserTokens(clock)
+        self.before_end: Callable[[str], Awaitable[None]] | None = None  # the control API detaches here
         self._admission = admission
         if admission is not None:
             admission.add_source(self.waiting_for_slot)
@@ -179,25 +144,29 @@ class BrowserService:
 
     # -- commands ----------------------------------------------------------------------------------------------
     async def create(self, request: BrowserRequest) -> BrowserRecord:
-        """Take a slot (waiting in the pool's FIFO queue if needed), start Chromium, return the active record.
+        """Start a browser and return its live record; with every slot busy, refuse, wait or queue as asked.
 
-        Cancelling this call before the browser is up abandons the browser (and after, stops it): the caller
-        would never learn its id.
+        A queued browser's record (``starting``) is returned at once. Cancelling this call before the browser
+        is up abandons the browser (and after, stops it): the caller would never learn its id.
         """
         if request.profile_id is not None and not await self._profiles.exists(request.profile_id):
             raise InvalidRequest("Profile not found")
         if self._closed:
             raise BrowserUnavailable("The server is shutting down")
+        free = capacity_now(self._pool)
+        if not free and not request.capacity.queues and request.capacity.wait_ms == 0:
+            raise CapacityExceeded()
         if self._admission is not None:
             self._admission.admit()  # the browser below counts as waiting from here on, with no await between
-        browser = _Running(new_browser_id(), request)
+        browser = _Running(new_browser_id(), request, queued=not free and request.capacity.queues)
         browser.task = asyncio.get_running_loop().create_task(self._run(browser), name=f"browser-{browser.id}")
         self._running[browser.id] = browser
         browser.task.add_done_callback(lambda _: self._forget(browser))
         try:
             return await asyncio.shield(browser.ready)
         except asyncio.CancelledError:
-            browser.request_stop(BrowserStopReason.ABANDONED)
+            if not (browser.queued and browser.ready.done()):
+                browser.request_stop(BrowserStopReason.ABANDONED)
             raise
 
     async def stop(self, browser_id: str) -> BrowserRecord:
@@ -207,6 +176,26 @@ class BrowserService:
             browser.request_stop(BrowserStopReason.REQUESTED)
             await run_shielded(asyncio.wait([browser.task]))
         return await self._repo.get(browser_id)
+
+    def issue_token(self, browser_id: str, ttl_seconds: float) -> IssuedToken | None:
+        """A fresh CDP token for a browser that has not ended; None once it has (its tokens are revoked)."""
+        if BrowserId(browser_id) not in self._running:
+            return None
+        return self.tokens.issue(browser_id, ttl_seconds)
+
+    # -- activity (spec §21.1: CDP clients, control calls and live viewers keep a browser from idling out) -----
+    def touch(self, browser_id: str) -> None:
+        """A control-API call (or anything else a person or program does to it) used the browser just now."""
+        if (browser := self._running.get(BrowserId(browser_id))) is not None:
+            browser.activity.touch()
+
+    def cdp_connected(self, browser_id: str) -> None:
+        if (browser := self._running.get(BrowserId(browser_id))) is not None:
+            browser.activity.cdp_connected()
+
+    def cdp_disconnected(self, browser_id: str) -> None:
+        if (browser := self._running.get(BrowserId(browser_id))) is not None:
+            browser.activity.cdp_disconnected()
 
     # -- queries -----------------------------------------------------------------------------------------------
     def waiting_for_slot(self) -> int:
@@ -225,21 +214,38 @@ class BrowserService:
         return await self._repo.page(page, page_size, status)
 
     def live_url(self, record: BrowserRecord) -> str | None:
-        """The live-view path of an active browser (same design as a session's ``liveUrl``)."""
-        return self._live_url(record.id) if record.active else None
+        """The live-view path of a live browser (same design as a session's ``liveUrl``)."""
+        return self._live_url(record.id) if record.live else None
+
+    def queue(self, record: BrowserRecord) -> BrowserQueue | None:
+        """Where a queued browser stands; None once it has started (or ended)."""
+        browser = self._running.get(record.id)
+        if not record.starting or browser is None or record.queued_at is None or record.queue_expires_at is None:
+            return None
+        now = self._clock()
+        waiting = self._pool.queue_position(browser.owner)
+        position = 1 if browser.leased else waiting or self._pool.stats().queued + 1
+        ends = [end for other in self._running.values() if (end := other.expected_end(now)) is not None]
+        eta = 0 if browser.leased else estimate_eta(position, ends, now, record.queue_expires_at)
+        return BrowserQueue(position, eta, QUEUE_REASON_FULL, record.queued_at, record.queue_expires_at)
 
     def live_slot(self, browser_id: str) -> LiveSlot | None:
         """The slot showing this browser while it is up, else None."""
         browser = self._running.get(BrowserId(browser_id))
         return browser.slot if browser is not None else None
 
+    def files_dir(self, browser_id: str) -> Path:
+        """Where a raw browser's own files live (screenshots and PDFs of the control API)."""
+        assert self._files_dir is not None, "BrowserService was built without a files dir"
+        return self._files_dir / browser_id
+
     async def cdp_endpoint(self, browser_id: str) -> CdpEndpoint:
-        """The loopback DevTools endpoint of an active browser. Unknown → 404; stopped → 422."""
+        """The loopback DevTools endpoint of a live browser. Unknown → 404; queued or stopped → 422."""
         browser = self._running.get(BrowserId(browser_id))
         slot = browser.slot if browser is not None else None
         if slot is None:
-            await self._repo.get(browser_id)  # BrowserNotFound for an unknown id
-            raise InvalidRequest("Browser is stopped")
+            record = await self._repo.get(browser_id)  # BrowserNotFound for an unknown id
+            raise InvalidRequest("Browser is still waiting for a slot" if record.starting else "Browser is stopped")
         try:
             ws_url = slot.cdp_ws_url
         except RuntimeError as exc:  # the slot went away (crash, timeout, stop) while the record was active
@@ -254,18 +260,25 @@ class BrowserService:
 
     async def _run(self, browser: _Running) -> None:
         lease: BrowserLease | None = None
-        record: BrowserRecord | None = None
         try:
-            lease = await self._pool.lease(f"browser {browser.id}")
+            if browser.queued:
+                browser.record = await self._insert(browser)
+                browser.ready.set_result(browser.record)
+                logger.info("Raw browser %s is queued for a slot", browser.id)
+            lease = await self._take_slot(browser)
+            if lease is None:
+                return
             browser.leased = True
             slot = await lease.start_browser(vnc=False, window_size=browser.request.window_size)
             await asyncio.to_thread(BrowserFolders(uploads=slot.uploads_dir, downloads=slot.downloads_dir).ensure)
             browser.profile = await self._load_profile(browser, slot)
-            record = await self._insert(browser)
+            record = browser.record = await self._go_live(browser)
             browser.slot = slot
-            browser.ready.set_result(record)
-            logger.info("Raw browser %s is up until %s", browser.id, record.timeout_at.isoformat())
-            await self._wait_for_end(browser, slot, record)
+            browser.activity.touch()  # the idle clock starts when the browser is up
+            if not browser.ready.done():
+                browser.ready.set_result(record)
+            logger.info("Raw browser %s is up until %s at most", browser.id, record.timeout_at.isoformat())
+            await self._live(browser, slot, record)
         except asyncio.CancelledError:
             if not browser.ready.done():
                 browser.ready.set_exception(BrowserUnavailable("The browser was stopped before it was up"))
@@ -274,10 +287,33 @@ class BrowserService:
             if not browser.ready.done():
                 browser.ready.set_exception(exc)
             else:
+                browser.reason = BrowserStopReason.FAILED
                 logger.exception("Raw browser %s failed", browser.id)
         finally:
             browser.slot = None
-            await run_shielded(self._finish(browser, lease, record))
+            await run_shielded(self._finish(browser, lease, browser.record))
+
+    async def _take_slot(self, browser: _Running) -> BrowserLease | None:
+        """A lease within the browser's capacity bounds; None when a queued browser's wait expired."""
+        if not browser.queued:
+            try:
+                async with asyncio.timeout(lease_timeout(self._pool, browser.request.capacity)):
+                    return await self._pool.lease(browser.owner)
+            except TimeoutError:
+                if not browser.request.capacity.queues:
+                    raise CapacityExceeded(browser.request.capacity.wait_ms) from None
+            browser.queued = True  # the slot that looked free went to another caller first: queue after all
+            browser.record = await self._insert(browser)
+            browser.ready.set_result(browser.record)
+        expires_at = browser.record.queue_expires_at if browser.record is not None else None
+        assert expires_at is not None, "a queued browser has a queue entry"
+        try:
+            async with asyncio.timeout(max((expires_at - self._clock()).total_seconds(), 0.0)):
+                return await self._pool.lease(browser.owner)
+        except TimeoutError:
+            logger.info("Raw browser %s found no slot before its queue entry expired", browser.id)
+            browser.reason = BrowserStopReason.CAPACITY_TIMEOUT
+            return None
 
     async def _load_profile(self, browser: _Running, slot: BrowserSlot) -> ProfileSync | None:
         profile_id = browser.request.profile_id
@@ -290,8 +326,10 @@ class BrowserService:
         return await ProfileSync.start(self._profiles, profile_id, self._files_dir / browser.id, slot.cdp_ws_url, note)
 
     async def _insert(self, browser: _Running) -> BrowserRecord:
+        """The browser's row: live at once, or (queued) waiting until ``queue_expires_at``."""
         request = browser.request
         now = self._clock()
+        queue_seconds = request.capacity.queue_seconds if browser.queued else None
         record = BrowserRecord(
             id=browser.id,
             status=BrowserStatus.ACTIVE,
@@ -302,32 +340,33 @@ class BrowserService:
             screen_width=request.screen_width,
             screen_height=request.screen_height,
             metadata=dict(request.metadata),
+            idle_timeout_ms=request.idle_timeout_ms,
+            queued_at=now if queue_seconds is not None else None,
+            queue_expires_at=now + timedelta(seconds=queue_seconds) if queue_seconds is not None else None,
         )
         return await self._repo.insert(record)
 
-    async def _wait_for_end(self, browser: _Running, slot: BrowserSlot, record: BrowserRecord) -> None:
-        remaining = max((record.timeout_at - self._clock()).total_seconds(), 0.0)
-        stop = asyncio.ensure_future(browser.stop_requested())
-        died = asyncio.ensure_future(slot.watch())
-        try:
-            done, _ = await asyncio.wait({stop, died}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiter in (stop, died):
-                waiter.cancel()
-            await asyncio.gather(stop, died, return_exceptions=True)
-        if stop in done:
-            return
-        if died in done:
-            death = died.result()
-            logger.warning("Raw browser %s ended: %s", browser.id, death)
-            memory = isinstance(death, ResourceLimitExceeded) and death.limit == "memory"
-            browser.reason = BrowserStopReason.MEMORY_LIMIT if memory else BrowserStopReason.BROWSER_EXITED
-        else:
-            logger.info("Raw browser %s reached its timeout", browser.id)
-            browser.reason = BrowserStopReason.TIMEOUT
+    async def _go_live(self, browser: _Running) -> BrowserRecord:
+        if browser.record is None:
+            return await self._insert(browser)
+        now = self._clock()
+        timeout_at = now + timedelta(minutes=browser.request.timeout_minutes)
+        return await self._repo.mark_started(browser.id, started_at=now, timeout_at=timeout_at)
+
+    async def _live(self, browser: _Running, slot: BrowserSlot, record: BrowserRecord) -> None:
+        left = (record.timeout_at - self._clock()).total_seconds()
+        lifetime = Lifetime(idle_seconds=record.idle_timeout_ms / 1000, ends_at=time.monotonic() + left)
+        reason = await wait_for_end(
+            browser.id, lifetime, browser.activity, lambda: slot.viewers, browser.stop_requested, slot.watch
+        )
+        if reason is not None:
+            browser.reason = reason
 
     async def _finish(self, browser: _Running, lease: BrowserLease | None, record: BrowserRecord | None) -> None:
+        self.tokens.revoke(browser.id)
         try:
+            if self.before_end is not None:
+                await self.before_end(browser.id)
             profile, browser.profile = browser.profile, None
             if profile is not None:
                 await profile.finish()  # before the slot's Chromium stops

@@ -340,6 +340,13 @@ class SlotPool:
             spares=spares,
         )
 
+    def queue_position(self, owner: str) -> int | None:
+        """``owner``'s place in the FIFO queue (1 = next), or None when it is not waiting."""
+        for position, waiter in enumerate(self._waiters, start=1):
+            if waiter.owner == owner:
+                return position
+        return None
+
     def idle_slots(self) -> int:
         """Slots a caller would get at once: spares and usable free slots (none while others queue)."""
         if self._waiters:

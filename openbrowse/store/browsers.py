@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from openbrowse.store.db import Database
 
 _COLUMNS = [f.name for f in fields(BrowserRecord)]
-_TIME_COLUMNS = {"started_at", "timeout_at", "finished_at"}
+_TIME_COLUMNS = {"started_at", "timeout_at", "finished_at", "queued_at", "queue_expires_at"}
 
 
 def _to_column(name: str, value: Any) -> Any:
@@ -33,8 +33,11 @@ def _to_column(name: str, value: Any) -> Any:
     return value
 
 
+def _time_or_none(value: str | None) -> datetime | None:
+    return from_wire(value) if value else None
+
+
 def _from_row(row: aiosqlite.Row) -> BrowserRecord:
-    finished = row["finished_at"]
     reason = row["stop_reason"]
     metadata = json.loads(row["metadata"] or "{}")
     return BrowserRecord(
@@ -43,12 +46,15 @@ def _from_row(row: aiosqlite.Row) -> BrowserRecord:
         timeout_minutes=float(row["timeout_minutes"]),
         started_at=from_wire(row["started_at"]),
         timeout_at=from_wire(row["timeout_at"]),
-        finished_at=from_wire(finished) if finished else None,
+        finished_at=_time_or_none(row["finished_at"]),
         stop_reason=BrowserStopReason(reason) if reason else None,
         profile_id=row["profile_id"],
         screen_width=row["screen_width"],
         screen_height=row["screen_height"],
         metadata={str(k): str(v) for k, v in metadata.items()} if isinstance(metadata, dict) else {},
+        idle_timeout_ms=int(row["idle_timeout_ms"]),
+        queued_at=_time_or_none(row["queued_at"]),
+        queue_expires_at=_time_or_none(row["queue_expires_at"]),
     )
 
 
@@ -74,13 +80,23 @@ class BrowserRepo:
             raise BrowserNotFound()
         return record
 
+    async def mark_started(self, browser_id: BrowserId, *, started_at: datetime, timeout_at: datetime) -> BrowserRecord:
+        """A queued browser got its slot: it leaves the queue and its maximum age counts from now."""
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "UPDATE browsers SET started_at = ?, timeout_at = ?, queue_expires_at = NULL WHERE id = ?",
+                (to_wire(started_at), to_wire(timeout_at), browser_id),
+            )
+        return await self.get(browser_id)
+
     async def mark_stopped(
         self, browser_id: BrowserId, *, reason: BrowserStopReason, finished_at: datetime
     ) -> BrowserRecord:
         """Record the end of an active browser; a browser already stopped keeps its first end."""
         async with self._db.transaction() as conn:
             await conn.execute(
-                "UPDATE browsers SET status = ?, stop_reason = ?, finished_at = ? WHERE id = ? AND status = ?",
+                "UPDATE browsers SET status = ?, stop_reason = ?, finished_at = ?, queue_expires_at = NULL"
+                " WHERE id = ? AND status = ?",
                 (
                     str(BrowserStatus.STOPPED),
                     str(reason),
@@ -95,7 +111,8 @@ class BrowserRepo:
         """Mark every ``active`` row stopped (start-up reconciliation); return how many there were."""
         async with self._db.transaction() as conn:
             cursor = await conn.execute(
-                "UPDATE browsers SET status = ?, stop_reason = ?, finished_at = ? WHERE status = ?",
+                "UPDATE browsers SET status = ?, stop_reason = ?, finished_at = ?, queue_expires_at = NULL"
+                " WHERE status = ?",
                 (str(BrowserStatus.STOPPED), str(reason), to_wire(finished_at), str(BrowserStatus.ACTIVE)),
             )
             return int(cursor.rowcount or 0)

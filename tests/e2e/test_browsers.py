@@ -187,7 +187,11 @@ def test_http_form_answers_json_version(http: httpx.Client, browser: dict[str, A
     ):
         answer = httpx.get(f"{http.base_url}{path}", headers=headers)
         assert answer.status_code == 200, answer.text
-        assert answer.json()["webSocketDebuggerUrl"] == browser["cdpUrl"]
+        if headers is AUTH:  # the API key is never put in a URL: a fresh browser token is
+            ws_url = answer.json()["webSocketDebuggerUrl"]
+            assert ws_url.startswith(browser["cdpUrl"].split("=")[0] + "=") and token not in ws_url
+        else:
+            assert answer.json()["webSocketDebuggerUrl"] == browser["cdpUrl"]
         assert answer.json()["Browser"].startswith("Chrome/")
     assert httpx.get(f"{http.base_url}{version_path}", headers=forwarded_for()).status_code == 401
 
@@ -224,7 +228,7 @@ async def test_stopping_releases_the_slot_to_a_queued_browser(http: httpx.Client
     first = create_browser(http)
     log_start = len(server.log())
     async with httpx.AsyncClient(base_url=server.base_url, headers=AUTH, timeout=60) as client:
-        second = asyncio.ensure_future(client.post("/v3/browsers", json={}))
+        second = asyncio.ensure_future(client.post("/v3/browsers", json={"waitForCapacityMs": 30_000}))
         deadline = time.monotonic() + 20
         while "waits for a display slot" not in server.log()[log_start:]:
             assert time.monotonic() < deadline, "the second browser never queued"
@@ -248,7 +252,12 @@ async def test_a_request_abandoned_while_queued_takes_no_slot(http: httpx.Client
     log_start = len(server.log())
     total_before = http.get("/v3/browsers").json()["totalItems"]
     with pytest.raises(httpx.ReadTimeout):  # the client gives up while its browser waits for the slot
-        httpx.post(f"{server.v3}/browsers", json={}, headers=AUTH, timeout=httpx.Timeout(60, read=2))
+        httpx.post(
+            f"{server.v3}/browsers",
+            json={"waitForCapacityMs": 30_000},
+            headers=AUTH,
+            timeout=httpx.Timeout(60, read=2),
+        )
     assert "waits for a display slot" in server.log()[log_start:]
     deadline = time.monotonic() + 10
     while "abandoned by its client" not in server.log()[log_start:]:

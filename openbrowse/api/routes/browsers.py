@@ -1,11 +1,14 @@
 """The v3 ``browsers`` resource (spec §19.1): raw browsers, and their CDP endpoint proxied through this port.
 
-``router`` holds the REST surface (API key). ``cdp_router`` holds the DevTools endpoint, authorised by the
-browser's CDP token (``Authorization: Bearer <token>`` or ``?token=``) or the API key:
+``router`` holds the REST surface (API key). ``cdp_router`` holds the DevTools endpoint, authorised by one of
+the browser's CDP tokens (Bearer header, ``openbrowse.bearer.<token>`` subprotocol or ``?token=``, spec §21.4) or
+the API key:
 
 * ``WS  /v3/browsers/{id}/cdp`` bridges to Chromium's own ``webSocketDebuggerUrl`` (127.0.0.1 only);
 * ``GET /v3/browsers/{id}/cdp/json/version`` answers like Chromium, with ``webSocketDebuggerUrl`` pointing at
   the proxied socket, for clients given the http form (browser-use, Puppeteer's ``browserURL``).
+
+A CDP client connected through the socket keeps the browser from idling out (spec §21.1).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from openbrowse.api.auth import AuthFailed, AuthThrottled
 from openbrowse.api.body import parse_body
 from openbrowse.api.browser_schemas import (
     BrowserListView,
+    BrowserTokenView,
     BrowserView,
     CreateBrowserBody,
     UpdateBrowserBody,
@@ -35,12 +39,15 @@ from openbrowse.api.cdp_filter import download_behavior_message, screen_client_m
 from openbrowse.api.deps import ApiKey, AuthenticatorDep, BrowsersDep, LoopbackHttpDep, SettingsDep
 from openbrowse.api.errors import auth_refusal
 from openbrowse.api.openapi_docs import error_responses, request_body
-from openbrowse.api.resource_auth import require_cdp_access
+from openbrowse.api.resource_auth import CDP_SUBPROTOCOL, presented_cdp_token, require_cdp_access
 from openbrowse.api.schemas import MAX_PAGE
-from openbrowse.api.ws_bridge import CLOSE_UNAVAILABLE, bridge, close_quietly, deny_websocket
+from openbrowse.api.ws_bridge import CLOSE_UNAVAILABLE, bridge, close_quietly, deny_websocket, offered_subprotocol
 from openbrowse.config import Settings
 from openbrowse.domain.browsers import BrowserRecord, BrowserStatus
-from openbrowse.errors import OpenBrowseError
+from openbrowse.domain.clock import to_wire
+from openbrowse.errors import InvalidRequest, OpenBrowseError
+from openbrowse.sessions.browser_capacity import CapacityExceeded
+from openbrowse.sessions.browser_tokens import IssuedToken
 from openbrowse.sessions.browsers import BrowserService
 
 router = APIRouter(
@@ -64,8 +71,27 @@ _CREATE_BODY_DOC = {
 }
 
 
-def _view(record: BrowserRecord, conn: HTTPConnection, browsers: BrowserService, settings: Settings) -> BrowserView:
-    return browser_view(record, live_url=browsers.live_url(record), conn=conn, settings=settings)
+def _view(
+    record: BrowserRecord,
+    conn: HTTPConnection,
+    browsers: BrowserService,
+    settings: Settings,
+    token: IssuedToken | None = None,
+) -> BrowserView:
+    return browser_view(
+        record,
+        live_url=browsers.live_url(record),
+        conn=conn,
+        settings=settings,
+        queue=browsers.queue(record),
+        token=token,
+    )
+
+
+def _capacity_refusal(exc: CapacityExceeded) -> JSONResponse:
+    return JSONResponse(
+        {"detail": exc.message, "code": exc.code}, status_code=429, headers={"Retry-After": str(exc.retry_after)}
+    )
 
 
 class _ClientGone(Exception):
@@ -102,14 +128,18 @@ async def _while_connected(request: Request, work: Awaitable[T]) -> T:
     responses=error_responses(503),
 )
 async def create_browser(request: Request, browsers: BrowsersDep, settings: SettingsDep) -> Any:
-    """Start a browser on a display slot (waiting in the slot queue if needed); answers once it is up."""
+    """Start a browser on a display slot and answer once it is up, with a CDP token. With every slot busy: 429
+    ``capacity_exceeded`` at once, after ``waitForCapacityMs``, or (``queueForCapacity``) a queued browser at once."""
     body = await parse_body(request, CreateBrowserBody)
     try:
         record = await _while_connected(request, browsers.create(body.to_request()))
     except _ClientGone:
         logger.info("A browser request was abandoned by its client before the browser was up")
         return Response(status_code=CLIENT_CLOSED_REQUEST)
-    return _view(record, request, browsers, settings)
+    except CapacityExceeded as exc:
+        return _capacity_refusal(exc)
+    token = browsers.issue_token(record.id, settings.BROWSER_TOKEN_TTL_S)
+    return _view(record, request, browsers, settings, token)
 
 
 @router.get("", response_model=BrowserListView, response_model_by_alias=True)
@@ -151,6 +181,26 @@ async def update_browser(
     return _view(await browsers.stop(browser_id), request, browsers, settings)
 
 
+@router.post(
+    "/{browser_id}/token",
+    response_model=BrowserTokenView,
+    response_model_by_alias=True,
+    responses=_UNKNOWN_ID,
+)
+async def issue_browser_token(
+    browser_id: str, request: Request, browsers: BrowsersDep, settings: SettingsDep
+) -> BrowserTokenView:
+    """A fresh CDP token (the earlier ones stay valid until they expire); 422 once the browser has ended."""
+    record = await browsers.get(browser_id)
+    token = browsers.issue_token(browser_id, settings.BROWSER_TOKEN_TTL_S) if record.active else None
+    if token is None:
+        raise InvalidRequest("Browser has ended; start a new one.")
+    cdp_url = proxied_cdp_url(request, settings, browser_id, token.value) if record.live else None
+    return BrowserTokenView(
+        id=browser_id, token=token.value, token_expires_at=to_wire(token.expires_at), cdp_url=cdp_url
+    )
+
+
 @cdp_router.websocket("/{browser_id}/cdp")
 async def cdp_socket(
     websocket: WebSocket,
@@ -161,26 +211,31 @@ async def cdp_socket(
 ) -> None:
     """The browser's DevTools socket. Bad credentials: the handshake is refused (401/429); a browser that is
     unknown, stopped or gone: accepted, then closed 1011. File paths in client calls are confined to the
-    browser's ``uploads/`` and ``downloads/`` (spec §24.6, :mod:`openbrowse.api.cdp_filter`)."""
+    browser's ``uploads/`` and ``downloads/`` (spec §24.6, :mod:`openbrowse.api.cdp_filter`). A client that
+    offered the ``openbrowse`` subprotocol gets it echoed."""
     try:
         require_cdp_access(auth, settings, websocket, browser_id)
     except (AuthFailed, AuthThrottled) as exc:
         await deny_websocket(websocket, auth_refusal(exc))
         return
-    await websocket.accept()
+    await websocket.accept(subprotocol=offered_subprotocol(websocket, CDP_SUBPROTOCOL))
     try:
         endpoint = await browsers.cdp_endpoint(browser_id)
     except OpenBrowseError as exc:
         await close_quietly(websocket, CLOSE_UNAVAILABLE, exc.message)
         return
     folders = endpoint.folders
-    await bridge(
-        websocket,
-        endpoint.ws_url,
-        max_message=CDP_MAX_MESSAGE,
-        screen=lambda message: screen_client_message(message, folders),
-        greeting=download_behavior_message(GREETING_ID, folders),
-    )
+    browsers.cdp_connected(browser_id)
+    try:
+        await bridge(
+            websocket,
+            endpoint.ws_url,
+            max_message=CDP_MAX_MESSAGE,
+            screen=lambda message: screen_client_message(message, folders),
+            greeting=download_behavior_message(GREETING_ID, folders),
+        )
+    finally:
+        browsers.cdp_disconnected(browser_id)
 
 
 @cdp_router.get("/{browser_id}/cdp/json/version", responses=error_responses(502, 503))
@@ -193,7 +248,8 @@ async def cdp_version(
     settings: SettingsDep,
     http: LoopbackHttpDep,
 ) -> JSONResponse:
-    """Chromium's ``/json/version``, with ``webSocketDebuggerUrl`` rewritten to the proxied socket."""
+    """Chromium's ``/json/version``, with ``webSocketDebuggerUrl`` rewritten to the proxied socket. That URL
+    carries the token this request presented, or a fresh one for an API-key holder, so the client can connect."""
     require_cdp_access(auth, settings, request, browser_id)
     endpoint = await browsers.cdp_endpoint(browser_id)
     try:
@@ -203,5 +259,12 @@ async def cdp_version(
         raise HTTPException(502, "The browser's DevTools endpoint did not answer") from exc
     if not isinstance(version, dict):
         raise HTTPException(502, "The browser's DevTools endpoint gave an unexpected answer")
-    version["webSocketDebuggerUrl"] = proxied_cdp_url(request, settings, browser_id)
+    token = presented_cdp_token(request, browser_id)
+    if (
+        token is None
+        and settings.auth_enabled
+        and (issued := browsers.issue_token(browser_id, settings.BROWSER_TOKEN_TTL_S)) is not None
+    ):
+        token = issued.value
+    version["webSocketDebuggerUrl"] = proxied_cdp_url(request, settings, browser_id, token)
     return JSONResponse(version, headers={"Cache-Control": "no-store"})
