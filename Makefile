@@ -39,13 +39,15 @@ bench: deps
 
 deps: system-deps venv
 
-# Debian packages: only installed when one of them is missing.
+# Debian packages: only installed when one of them is missing. npm (for the test-only Node clients, such as
+# OpenClaw's) comes from Debian only when the machine has none of its own.
 system-deps:
 	@missing=""; \
 	for pkg in $(APT_PACKAGES); do \
 	  dpkg-query -W -f='$${Status}' $$pkg 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$pkg"; \
 	done; \
 	$(PYTHON) -c 'import ensurepip' 2>/dev/null || missing="$$missing python3-venv"; \
+	command -v npm >/dev/null || missing="$$missing npm"; \
 	if [ -n "$$missing" ]; then \
 	  echo "Installing Debian packages:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" -ne 0 ] && SUDO="sudo"; \

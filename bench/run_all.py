@@ -38,6 +38,7 @@ BENCHMARKS = {
     "chromium_flags": "Chromium flags against memory (against the slot's flags, same run)",
     "isolation": "Cost of isolation (against b71b64c)",
     "burst": "A burst of 2,000 creates against a one-slot server: /health and the dashboard meanwhile",
+    "control": "Control API (snapshot, act click, a 20-action batch) against bare Playwright on the same browser",
 }
 TITLES: dict[str, str] = {}
 PLACEHOLDERS: dict[str, str] = {}

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from openbrowse import __version__
-from openbrowse.cli import browsers, run, sessions
+from openbrowse.cli import browser, browsers, run, sessions
 from openbrowse.errors import ConfigError
 
 logger = logging.getLogger("openbrowse")
@@ -70,6 +70,7 @@ def serve(host: str | None, port: int | None) -> None:
 cli.add_command(run)
 cli.add_command(sessions)
 cli.add_command(browsers)
+cli.add_command(browser)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,6 +19,7 @@ from openbrowse.api.errors import install_error_handlers
 from openbrowse.api.openapi_docs import GUARDED, finish_openapi
 from openbrowse.api.origin_guard import BrowserGuard, OriginPolicy
 from openbrowse.api.routes import browsers, codeview, events, health, live, profiles, sessions
+from openbrowse.api.routes.control import install_control_routes
 from openbrowse.api.stream_places import StreamPlaces
 from openbrowse.bootstrap import empty_temp_dir, prepare_process_environment
 from openbrowse.config import Settings
@@ -32,6 +33,7 @@ from openbrowse.profiles.service import ProfileService, prepare_directory
 from openbrowse.sessions.activity import ActivityBoard
 from openbrowse.sessions.admission import QueueAdmission
 from openbrowse.sessions.browsers import BrowserService
+from openbrowse.sessions.control import ControlService
 from openbrowse.sessions.live import LiveTargets
 from openbrowse.sessions.manager import SessionManager
 from openbrowse.sessions.runtime import EngineLoader, WorkerRuntime
@@ -122,6 +124,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             )
             app.state.browsers = await stack.enter_async_context(raw_browsers)
             app.state.live_targets = LiveTargets(manager, raw_browsers)
+            controls = ControlService(settings, manager, raw_browsers, feed_repo)
+            app.state.controls = await stack.enter_async_context(controls)
+            runtime.control = controls
             app.state.loopback_http = await stack.enter_async_context(
                 httpx.AsyncClient(timeout=LOOPBACK_TIMEOUT, trust_env=False)
             )
@@ -147,6 +152,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # each /v3 router straight into the app: every level of nested routers matches a request's path again
     for v3_router in (sessions.router, events.router, browsers.router, browsers.cdp_router, profiles.router):
         app.include_router(v3_router, prefix="/v3", responses=GUARDED)
+    install_control_routes(app)
     app.include_router(live.router, responses=GUARDED)
     app.include_router(codeview.router, responses=GUARDED)
     install_dashboard(app, models=sorted(MODELS), efforts=EFFORTS)

@@ -10,6 +10,7 @@ import click
 from rich.console import Console
 from rich.live import Live
 
+from openbrowse.cli.browser import browser
 from openbrowse.cli.client import ApiClient, CliError, connection_options
 from openbrowse.cli.follow import follow
 from openbrowse.cli.render import (
@@ -210,4 +211,4 @@ def list_browsers(as_json: bool, url: str, api_key: str | None) -> None:
     Console().print(browsers_table(listing["items"], listing["totalItems"]))
 
 
-__all__ = ["CliError", "browsers", "run", "sessions"]
+__all__ = ["CliError", "browser", "browsers", "run", "sessions"]

@@ -32,6 +32,7 @@ class EventCategory(StrEnum):
     CAPTCHA = "captcha"
     SYSTEM = "system"
     NETWORK = "network"
+    CONTROL = "control"
 
 
 EVENT_SUMMARY_LIMIT = 200

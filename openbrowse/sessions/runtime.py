@@ -144,6 +144,28 @@ class Engine(Protocol):
     async def close(self) -> None: ...
 
 
+class ControlHooks(Protocol):
+    """What a worker tells the browser control API (spec §20.3), implemented by ``sessions.control``."""
+
+    async def hand_back(self, session_id: SessionId, task: str) -> str:
+        """Wait for a control call in flight, then return ``task`` with a note of what was done by hand."""
+        ...
+
+    async def browser_closing(self, target_id: str) -> None:
+        """Detach the control engine before the browser goes away."""
+        ...
+
+
+class NoControl:
+    """Workers built without the control API (unit tests): nothing is ever driven by hand."""
+
+    async def hand_back(self, session_id: SessionId, task: str) -> str:  # noqa: ARG002
+        return task
+
+    async def browser_closing(self, target_id: str) -> None:  # noqa: ARG002
+        return None
+
+
 EngineFactory = Callable[[SessionRecord], Awaitable[Engine]]
 NeverStartedCheck = Callable[[SessionRecord], "str | None"]
 LiveUrl = Callable[[SessionId], str]
@@ -258,6 +280,7 @@ class WorkerRuntime:
         self.live_url = live_url
         self.engine_ready = engine_ready
         self._manager: SessionManager | None = None
+        self.control: ControlHooks = NoControl()  # the control API's, once the app has built it
 
     def bind(self, manager: SessionManager) -> None:
         self._manager = manager

@@ -29,6 +29,7 @@ from openbrowse.sessions.states import Trigger
 from openbrowse.sessions.turns import bounded_turn, death_end_reason
 from openbrowse.shielding import run_shielded
 from openbrowse.slots.lease import SlotLease as PoolLease
+from openbrowse.slots.slot import Slot as PoolSlot
 
 if TYPE_CHECKING:
     from openbrowse.sessions.runtime import Engine, LiveSlot, SlotLease, WorkerRuntime
@@ -108,6 +109,17 @@ class SessionWorker:
             return None
         return self._engine.live_slot()
 
+    def control_slot(self) -> PoolSlot | None:
+        """The slot whose browser the control API may drive (spec §20), while the run's browser is up."""
+        if self.phase not in {"running", "parked"} or not isinstance(self._lease, PoolLease):
+            return None
+        return self._lease.slot
+
+    @property
+    def may_be_driven(self) -> bool:
+        """Parked with the door open for a follow-up: no agent step runs, so a control client may act."""
+        return self.phase == "parked" and self.awaiting_follow_up
+
     # -- the run -----------------------------------------------------------------------------------------------
     async def _main(self) -> None:
         session_id_var.set(self.session_id)
@@ -164,7 +176,7 @@ class SessionWorker:
                     next_task = await self._park(lease)
                     if next_task is None:
                         break
-                    task = next_task
+                    task = await self._runtime.control.hand_back(self.session_id, next_task)
             finally:
                 self.phase = "closing"
                 self._end_wake(Release("Closing"))
@@ -267,6 +279,7 @@ class SessionWorker:
         )
 
     async def _close(self, engine: Engine) -> None:
+        await self._runtime.control.browser_closing(self.session_id)
         try:
             await engine.close()
         except Exception:

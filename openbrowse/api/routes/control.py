@@ -1,0 +1,117 @@
+"""The browser control API's HTTP surface (spec §20): every route of the control catalog, served under
+``/v3/sessions/{id}/browser`` and ``/v3/browsers/{id}/browser``.
+
+Handlers are built from the catalog rather than written one by one: each parses the JSON body (an object, or
+nothing), hands the call to :class:`~openbrowse.sessions.control.ControlService`, and renders a refusal as
+``{error, code?, detail}`` with the status the control layer chose. Validation is a 400 here, never FastAPI's 422
+list (spec §20.4). A session takes the API key; a raw browser also takes its own CDP token (spec §20.1).
+
+These routes are left out of the OpenAPI document: their bodies are the seed's free-form shapes, which a schema
+would only restate loosely (docs/control-api.md describes them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi import APIRouter, FastAPI
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+
+from openbrowse.api.body import read_json
+from openbrowse.api.deps import authenticator_of
+from openbrowse.api.resource_auth import require_cdp_access
+from openbrowse.config import Settings
+from openbrowse.control.call import ControlRoute
+from openbrowse.control.catalog import all_routes
+from openbrowse.control.errors import ControlError, act_invalid
+from openbrowse.errors import MalformedRequest
+from openbrowse.sessions.control import ControlService, TargetKind
+
+__all__ = ["install_control_routes"]
+
+PREFIXES: dict[TargetKind, str] = {
+    "session": "/v3/sessions/{owner_id}/browser",
+    "browser": "/v3/browsers/{owner_id}/browser",
+}
+_CREDENTIAL_PARAMS = frozenset({"token"})
+
+
+def _service(request: Request) -> ControlService:
+    service: ControlService = request.app.state.controls
+    return service
+
+
+def _authorize(kind: TargetKind, request: Request, owner_id: str) -> None:
+    settings: Settings = request.app.state.settings
+    authenticator = authenticator_of(request)
+    if kind == "browser":
+        require_cdp_access(authenticator, settings, request, owner_id)
+    else:
+        authenticator.require_api_key(request)
+
+
+def _refusal(exc: ControlError) -> JSONResponse:
+    return JSONResponse(exc.body(), status_code=exc.status)
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    try:
+        data = await read_json(request)
+    except MalformedRequest as exc:
+        raise act_invalid(exc.message) from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise act_invalid("The request body must be a JSON object.")
+    return data
+
+
+def _endpoint(kind: TargetKind, route: ControlRoute) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        owner_id = request.path_params["owner_id"]
+        _authorize(kind, request, owner_id)
+        query = {key: value for key, value in request.query_params.items() if key not in _CREDENTIAL_PARAMS}
+        path = {key: value for key, value in request.path_params.items() if key != "owner_id"}
+        try:
+            body = await _body(request) if request.method != "GET" else {}
+            result = await _service(request).call(kind, owner_id, route, query, body, path)
+        except ControlError as exc:
+            return _refusal(exc)
+        return Response(json.dumps(result, default=str), media_type="application/json")
+
+    endpoint.__name__ = f"control_{kind}_{route.method.lower()}_{route.path.strip('/').replace('/', '_') or 'status'}"
+    return endpoint
+
+
+def _file_endpoint(kind: TargetKind, *, downloads: bool) -> Callable[[Request], Awaitable[Response]]:
+    async def endpoint(request: Request) -> Response:
+        owner_id = request.path_params["owner_id"]
+        _authorize(kind, request, owner_id)
+        service, name = _service(request), request.path_params["name"]
+        try:
+            path = await service.download_path(kind, owner_id, name) if downloads else None
+        except ControlError as exc:
+            return _refusal(exc)
+        if not downloads:
+            path = service.file_path(kind, owner_id, name)
+        if path is None:
+            return JSONResponse({"error": "No such file.", "detail": "No such file."}, status_code=404)
+        return FileResponse(path)
+
+    endpoint.__name__ = f"control_{kind}_{'download' if downloads else 'file'}"
+    return endpoint
+
+
+def install_control_routes(app: FastAPI) -> None:
+    router = APIRouter(include_in_schema=False)
+    for kind, prefix in PREFIXES.items():
+        router.add_api_route(
+            f"{prefix}/files/downloads/{{name}}", _file_endpoint(kind, downloads=True), methods=["GET"]
+        )
+        router.add_api_route(f"{prefix}/files/{{name}}", _file_endpoint(kind, downloads=False), methods=["GET"])
+        for route in all_routes():
+            router.add_api_route(f"{prefix}{route.path}", _endpoint(kind, route), methods=[route.method])
+    app.include_router(router)
