@@ -54,6 +54,14 @@ SYSTEM_DIRS = ("/usr", "/etc")
 TOP_LEVEL_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ENTER = ("--mount", "--pid", "--net", "--ipc", "--uts")
 """The namespaces ``nsenter`` joins; bubblewrap makes them with :data:`UNSHARE` (mount namespaces always)."""
+LOOK_ONLINE = (
+    "{ ip link add obnet0 type veth peer name obnet1 && ip address add 192.0.2.1/32 dev obnet0"
+    " && ip link set obnet1 up && ip link set obnet0 up; } >/dev/null 2>&1 || true"
+)
+"""With only ``lo`` in its namespace, Chromium believes it is offline (``navigator.onLine`` false, and sites that
+check it say so) although every request leaves through the egress relay. A veth pair inside the namespace, with a
+documentation-range address (TEST-NET-1) and no route beyond it, makes it look online and opens no way out. Set up
+while the holder is still root in the namespace; where ``ip`` or veth is missing the browser only looks offline."""
 UNSHARE = ("--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts")
 
 
@@ -223,7 +231,7 @@ class SlotSandbox:
             args += ["--bind", str(path), str(path)]
         # bubblewrap reports the pid before the mounts are done: the holder says "ready" once they are.
         sleep = shlex.join([*self._drop(), "/usr/bin/sleep", "infinity"])  # the holder needs no root either
-        ready = f"echo ready > /proc/self/fd/{ready_fd} && exec {sleep}"  # dash: no fd > 9 in >&N
+        ready = f"{LOOK_ONLINE}; echo ready > /proc/self/fd/{ready_fd} && exec {sleep}"  # dash: no fd > 9 in >&N
         args += ["--chdir", str(self.home), "--info-fd", str(info_fd), "--", "/bin/sh", "-c", ready]
         return self.cgroup.join_argv(args)
 
