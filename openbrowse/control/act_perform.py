@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, Literal
 
 from playwright.async_api import Download, Error as PlaywrightError, Frame, Page, Request
@@ -27,6 +28,17 @@ NAVIGATION_SETTLE_MS = 5_000
 TYPE_SLOWLY_DELAY_MS = 75
 _CHECKED_WORDS = {"true", "on", "1", "yes", "checked"}
 _BUTTON_NAMES: dict[str, Literal["left", "middle", "right"]] = {"left": "left", "middle": "middle", "right": "right"}
+_NAVIGATION_PENDING = "waiting for scheduled navigations to finish"
+
+
+async def _done_even_if_loading(work: Awaitable[None]) -> None:
+    """A click or key press that was performed is done, even when the navigation it started is still loading at the
+    timeout (a slow page): Playwright then fails only its wait after the action, and a 422 would invite a repeat."""
+    try:
+        await work
+    except PlaywrightError as exc:
+        if _NAVIGATION_PENDING not in str(exc):
+            raise
 
 
 def failure_message(exc: BaseException) -> str:
@@ -50,7 +62,8 @@ async def perform(engine: ControlEngine, page: Page, action: dict[str, Any], wai
         await page.keyboard.insert_text(action["text"])
     elif kind == "press":
         if action.get("ref"):
-            await (await engine.locator(page, action["ref"])).press(action["key"], timeout=wait_ms)
+            located = await engine.locator(page, action["ref"])
+            await _done_even_if_loading(located.press(action["key"], timeout=wait_ms))
         else:
             await page.keyboard.press(action["key"])
     elif kind == "resize":
@@ -81,9 +94,9 @@ async def _on_ref(engine: ControlEngine, page: Page, action: dict[str, Any], wai
         button = _BUTTON_NAMES[action.get("button") or "left"]
         modifiers = action.get("modifiers")
         if action.get("double"):
-            await target.dblclick(button=button, modifiers=modifiers, timeout=wait_ms)
+            await _done_even_if_loading(target.dblclick(button=button, modifiers=modifiers, timeout=wait_ms))
         else:
-            await target.click(button=button, modifiers=modifiers, timeout=wait_ms)
+            await _done_even_if_loading(target.click(button=button, modifiers=modifiers, timeout=wait_ms))
     elif kind == "type":
         if action.get("slowly"):
             await target.click(timeout=wait_ms)
@@ -91,7 +104,7 @@ async def _on_ref(engine: ControlEngine, page: Page, action: dict[str, Any], wai
         else:
             await target.fill(action["text"], timeout=wait_ms)
         if action.get("submit"):
-            await target.press("Enter", timeout=wait_ms)
+            await _done_even_if_loading(target.press("Enter", timeout=wait_ms))
     elif kind == "hover":
         await target.hover(timeout=wait_ms)
     elif kind == "scrollIntoView":
