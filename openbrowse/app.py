@@ -37,6 +37,7 @@ from openbrowse.sessions.control import ControlService
 from openbrowse.sessions.live import LiveTargets
 from openbrowse.sessions.manager import SessionManager
 from openbrowse.sessions.runtime import EngineLoader, WorkerRuntime
+from openbrowse.sessions.takeover import TakeoverTokens
 from openbrowse.slots.confinement import report_sandbox
 from openbrowse.slots.pool import SlotPool
 from openbrowse.store.browsers import BrowserRepo
@@ -62,6 +63,11 @@ def live_url_for(settings: Settings, target_id: str) -> str:
     if settings.auth_enabled:
         url += f"&token={view_token(settings.API_KEY or '', target_id)}"
     return url
+
+
+def takeover_url_for(settings: Settings, target_id: str, token: str) -> str:
+    """The live view with input enabled for this link alone (spec §21.5): ``liveUrl`` plus ``takeover=<token>``."""
+    return f"{live_url_for(settings, target_id)}&takeover={token}"
 
 
 def never_started_problem(settings: Settings, record: SessionRecord) -> str | None:
@@ -121,12 +127,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 live_url=lambda browser_id: live_url_for(settings, browser_id),
                 files_dir=settings.data_dir / "browsers",
                 admission=admission,
+                takeovers=takeovers,
+                takeover_url=lambda browser_id, token: takeover_url_for(settings, browser_id, token),
             )
             app.state.browsers = await stack.enter_async_context(raw_browsers)
             app.state.live_targets = LiveTargets(manager, raw_browsers)
             controls = ControlService(settings, manager, raw_browsers, feed_repo)
             app.state.controls = await stack.enter_async_context(controls)
             runtime.control = controls
+            runtime.takeovers = takeovers  # a paused session opens a takeover link (spec §21.5)
+            runtime.queue_position = pool.queue_position
             app.state.loopback_http = await stack.enter_async_context(
                 httpx.AsyncClient(timeout=LOOPBACK_TIMEOUT, trust_env=False)
             )
@@ -135,6 +145,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="OpenBrowse", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.settings = settings
     app.state.authenticator = Authenticator(settings)
+    takeovers = app.state.takeovers = TakeoverTokens()  # who may send input to a live view (spec §21.5)
     app.state.event_streams = StreamPlaces(settings.EVENTS_MAX_STREAMS_PER_SESSION, settings.EVENTS_MAX_STREAMS)
     app.add_middleware(BodyLimit)  # innermost of the three: refused bodies still get CORS headers (spec §25.1)
     policy = OriginPolicy.from_settings(settings)
@@ -150,7 +161,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.include_router(health.router, responses=GUARDED)
     # each /v3 router straight into the app: every level of nested routers matches a request's path again
-    for v3_router in (sessions.router, events.router, browsers.router, browsers.cdp_router, profiles.router):
+    v3_routers = (
+        sessions.router,
+        sessions.hand_back_router,
+        events.router,
+        browsers.router,
+        browsers.cdp_router,
+        browsers.hand_back_router,
+    )
+    for v3_router in (*v3_routers, profiles.router):
         app.include_router(v3_router, prefix="/v3", responses=GUARDED)
     install_control_routes(app)
     app.include_router(live.router, responses=GUARDED)

@@ -138,6 +138,9 @@ class Settings(BaseSettings):
     """Holes in ``public-only``: host names with ``*`` wildcards, IP literals or CIDR blocks, comma-separated.
     Distinct from ``ALLOWED_HOSTS`` (the HTTP ``Host`` allow-list)."""
 
+    PAUSE_TIMEOUT: int = Field(default=900, ge=0)
+    """Seconds a paused session waits for its person after their last input before the agent resumes by itself
+    (``pauseExpired``, spec §21.5); 0 = wait for ever."""
     CONTROL_EVALUATE: bool = True
     """Whether the browser control API runs page JavaScript for ``act evaluate`` and ``wait fn`` (spec §20.4);
     off, both get 403 ``ACT_EVALUATE_DISABLED``."""

@@ -27,6 +27,8 @@ __all__ = [
     "InvalidTransition",
     "MalformedRequest",
     "NotFound",
+    "NotPausable",
+    "NotPaused",
     "OpenBrowseError",
     "OverLimit",
     "ProcessDied",
@@ -35,6 +37,7 @@ __all__ = [
     "ProfileNotFound",
     "ResourceLimitExceeded",
     "SessionNotFound",
+    "SessionPaused",
 ]
 
 
@@ -42,6 +45,8 @@ class OpenBrowseError(Exception):
     """Base class. ``message`` is one user-facing sentence; ``code`` is a stable machine name."""
 
     code = "openbrowse_error"
+    code_on_wire = False
+    """Whether the error body carries ``code`` beside ``detail`` (for codes the spec names)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -97,6 +102,30 @@ class InvalidTransition(InvalidRequest):
     """A status change the session state machine does not allow."""
 
     code = "invalid_transition"
+
+
+class SessionPaused(InvalidRequest):
+    """A person has taken over the session: the agent's work waits until they hand back (spec §21.5)."""
+
+    code = "session_paused"
+    code_on_wire = True
+
+    def __init__(self, message: str = "Session is paused") -> None:
+        super().__init__(message)
+
+
+class NotPausable(InvalidRequest):
+    """Only a running session, a parked keep-alive session or a live raw browser can be paused."""
+
+    code = "session_not_pausable"
+    code_on_wire = True
+
+
+class NotPaused(InvalidRequest):
+    """A resume for something that is not paused."""
+
+    code = "session_not_paused"
+    code_on_wire = True
 
 
 class ProcessError(OpenBrowseError):

@@ -27,11 +27,12 @@ _NOISY = (
 )
 
 
-_TOKEN = re.compile(r"(token=)[^&\s\"']+")
+_TOKEN = re.compile(r"((?:token|takeover)=)[^&\s\"']+")
 
 
 class SessionIdFilter(logging.Filter):
-    """Tags each record with its session and redacts ``token=`` values (live-view and CDP URLs are logged)."""
+    """Tags each record with its session and redacts ``token=`` and ``takeover=`` values (live-view, takeover and
+    CDP URLs are logged)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if _is_unlocked_domains_warning(record):
@@ -39,7 +40,7 @@ class SessionIdFilter(logging.Filter):
         record.session_id = session_id_var.get()
         if record.args:
             record.args = tuple(_TOKEN.sub(r"\1***", a) if isinstance(a, str) else a for a in record.args)
-        if isinstance(record.msg, str) and "token=" in record.msg:
+        if isinstance(record.msg, str) and ("token=" in record.msg or "takeover=" in record.msg):
             record.msg = _TOKEN.sub(r"\1***", record.msg)
         _redact_secrets(record)
         return True

@@ -21,6 +21,7 @@ from browser_use.llm.views import ChatInvokeCompletion
 from pydantic import BaseModel
 
 from openbrowse.agent.cards import with_cards
+from openbrowse.agent.pause import PauseSwitch
 from openbrowse.agent.repair import invoke_with_repair
 from openbrowse.domain.activity import NO_ACTIVITY, ActivityKind, ActivityReporter
 from openbrowse.llm.streaming import listening
@@ -71,11 +72,13 @@ class AgentChatModel(BaseChatModel):
         log: AgentCallLog,
         activity: ActivityReporter = NO_ACTIVITY,
         code: CodeStreamer | None = None,
+        pause: PauseSwitch | None = None,
     ) -> None:
         self._inner = inner
         self.log = log
         self._activity = activity
         self._code = code
+        self._pause = pause or PauseSwitch()
         self.model = inner.model
 
     @property
@@ -105,6 +108,9 @@ class AgentChatModel(BaseChatModel):
     ) -> ChatInvokeCompletion[T] | ChatInvokeCompletion[str]:
         if output_format is None or output_format.__name__ != "AgentOutput":
             return await self._inner.ainvoke(messages, output_format, **kwargs)
+        resumed = self._pause.take_note()
+        if resumed:
+            messages = [*messages, UserMessage(content=resumed)]
         if self.log.reminder_due():
             reminder = f"GOAL: {self.log.goal} Not done until this is met."
             messages = [*messages, UserMessage(content=reminder)]
@@ -115,11 +121,15 @@ class AgentChatModel(BaseChatModel):
             code.begin_reply()
         try:
             with listening(code):
-                result = await invoke_with_repair(self._inner, messages, with_cards(output_format), **kwargs)
+                result = await self._pause.race(
+                    invoke_with_repair(self._inner, messages, with_cards(output_format), **kwargs)
+                )
         except BaseException as exc:
             if code is not None:
                 await code.reply_failed()
-            if not isinstance(exc, Exception):
+            if not isinstance(exc, Exception) or isinstance(exc, InterruptedError):  # a pause is no model failure
+                if isinstance(exc, InterruptedError) and resumed:
+                    self._pause.keep_note(resumed)  # the redone step carries the note again
                 raise
             self.log.consecutive_errors += 1
             self.log.last_error = exc

@@ -24,6 +24,7 @@ from openbrowse.agent.chat import AgentCallLog, AgentChatModel
 from openbrowse.agent.code_stream import CodeStreamer
 from openbrowse.agent.file_sweep import FileSweep
 from openbrowse.agent.lean_state import LeanState
+from openbrowse.agent.pause import PauseSwitch
 from openbrowse.agent.prompts import MAX_ACTIONS_PER_STEP, system_prompt
 from openbrowse.agent.review_loop import ReviewLoop
 from openbrowse.agent.run_feed import RunFeed
@@ -80,6 +81,9 @@ class RunCallbacks(Protocol):
 
     async def captcha_spent(self, usd: Decimal) -> None:
         """A CAPTCHA solve cost ``usd``: add it to the session's CAPTCHA and total cost at once."""
+
+    async def human_needed(self, reason: str) -> None:
+        """The agent called ``wait_for_human``: pause the session for a person (returns once asked, not landed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +151,8 @@ class AgentRunner:
             self._code_write_event,
             redact=lambda text: REDACTORS.of(spec.session_id).text(text),
         )
-        self._llm = AgentChatModel(llm, self._log, activity, self._code)
+        self._pause = PauseSwitch()
+        self._llm = AgentChatModel(llm, self._log, activity, self._code, self._pause)
         self._sink = sink
         self._callbacks = callbacks
         self._clipboard = Clipboard()
@@ -163,6 +168,7 @@ class AgentRunner:
         self._review = ReviewLoop(judge_llm, self._feed, self._structured, self._history)
         self._step_summaries: list[str] = []
         self._step_version_at_start = 0
+        self._steps_at_start = 0
         self._captcha = CaptchaSolver(spec.captcha, callbacks.captcha_spent) if spec.captcha is not None else None
         self._files = FileSweep(spec.files_dir)
 
@@ -195,6 +201,24 @@ class AgentRunner:
 
     async def _gate_event(self, summary: str, passed: bool, found: list[str]) -> None:
         await self._feed.event(EventCategory.SCHEMA, "completeness", summary, passed=passed, deficiencies=found)
+
+    # -- pause and resume (spec §21.5) ---------------------------------------------------------------------------
+    def pause(self) -> None:
+        """Ask the agent to stop at the next safe point (see :mod:`openbrowse.agent.pause`); returns at once."""
+        self._pause.request()
+        if self._agent is not None:
+            self._agent.pause()
+
+    async def wait_paused(self) -> None:
+        """Returns once no step runs any more."""
+        await self._pause.landed()
+
+    def resume(self, note: str) -> None:
+        """Let the agent go on: its next step sees the full browser state and ``note``."""
+        self._pause.release(note)
+        self._lean.disarm()
+        if self._agent is not None and self._agent.state.paused:
+            self._agent.resume()
 
     # -- a turn ------------------------------------------------------------------------------------------------
     async def run_turn(self, task: str, *, goal: str, preamble: str | None = None) -> TurnOutcome:
@@ -276,6 +300,7 @@ class AgentRunner:
                 code_view=self._code,
                 browser_folders=self._spec.browser_folders,
                 scripts=self._scripts,
+                ask_for_human=self._callbacks.human_needed,
             ),
             before_guard=[lambda registry: self._structured.register(registry, self._gate_event)],
         )
@@ -313,6 +338,8 @@ class AgentRunner:
 
     # -- hooks -------------------------------------------------------------------------------------------------
     async def _on_step_start(self, agent: Agent[Any, Any]) -> None:
+        self._pause.step_started()
+        self._steps_at_start = agent.state.n_steps
         self._step_version_at_start = self._structured.version
         self._log.step = agent.state.n_steps
         self._activity.begin("Preparing next step", ActivityKind.PREPARING, step=agent.state.n_steps)
@@ -325,8 +352,17 @@ class AgentRunner:
             )
 
     async def _on_step_end(self, agent: Agent[Any, Any]) -> None:
+        try:
+            await self._step_ended(agent)
+        finally:
+            self._pause.step_ended()
+
+    async def _step_ended(self, agent: Agent[Any, Any]) -> None:
         await self._code.close()  # the script's action was never reached, or the guard refused it
         self._lean.discard(self._browser)
+        if self._pause.requested and agent.state.n_steps == self._steps_at_start:
+            self._log.take()  # a step a pause interrupted is taken again after the resume: nothing to record
+            return
         summary = await self._record_step(agent)
         await self.sweep_files()
         await self._capture_start_url()

@@ -244,9 +244,24 @@ class Authenticator:
             raise CrossSiteCredentials()
         return (basic is not None and self.password_ok(*basic)) or self.logins.valid(token)
 
-    def require_api_key(self, conn: HTTPConnection) -> None:
-        """For ``/v3/*`` and ``/health/details``: the API key, or the dashboard's credentials from its own pages."""
-        self.require(conn, lambda: self._key_ok(conn) or self._dashboard_credentials_ok(conn))
+    def require_api_key(self, conn: HTTPConnection, also: Callable[[], bool] | None = None) -> None:
+        """For ``/v3/*`` and ``/health/details``: the API key, or the dashboard's credentials from its own pages.
+        ``also``: one more credential the route accepts (a resume route: the target's takeover token), looked at
+        before the ambient dashboard credentials."""
+        self.require(
+            conn,
+            lambda: self._key_ok(conn) or (also is not None and also()) or self._dashboard_credentials_ok(conn),
+        )
+
+    def holds_key_or_login(self, conn: HTTPConnection) -> bool:
+        """Whether an already admitted request carries the API key or the dashboard's credentials (not merely a view
+        token); always with auth off. Counts nothing in the throttle."""
+        if not self.enabled or self._key_ok(conn):
+            return True
+        try:
+            return self._dashboard_credentials_ok(conn)
+        except CrossSiteCredentials:
+            return False
 
     def require_dashboard(self, conn: HTTPConnection) -> None:
         """For the dashboard's pages: the API key, or the dashboard's credentials from its own pages (spec §25.2)."""

@@ -1,7 +1,8 @@
 """Wire models of the v3 ``browsers`` resource, shaped as the BU SDK's ``BrowserSessionView`` expects.
 
 Beyond BU's fields a browser carries the seed's ``state``/``endReason`` (spec §21.1), its two lifetimes, the
-``queue`` it waits in (§21.2) and, in the answers that issue one, a CDP ``token`` (§21.4).
+``queue`` it waits in (§21.2), in the answers that issue one, a CDP ``token`` (§21.4), and while a person has it
+(§21.5), its ``pause`` and ``takeoverUrl``.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from openbrowse.errors import InvalidRequest
 from openbrowse.sessions.browser_capacity import CapacityRequest
 from openbrowse.sessions.browser_tokens import IssuedToken
 from openbrowse.sessions.browsers import BrowserRequest
+from openbrowse.sessions.pausing import PauseRecord
 
 __all__ = [
     "BrowserListView",
@@ -141,6 +143,14 @@ class BrowserView(WireModel):
     token: str | None = None
     """A fresh CDP token, in the answers of ``POST /v3/browsers`` only (``POST …/token`` issues more)."""
     token_expires_at: str | None = None
+    pause: dict[str, Any] | None = None
+    """While paused: ``{state, reason, by, requestedAt, pausedAt, expiresAt}``, as on a session."""
+    takeover_url: str | None = None
+    """While paused: the live view with input enabled for this link alone (API-key holders only)."""
+
+
+class IssueTokenBody(WireModel):
+    """``POST /v3/browsers/{id}/token`` takes no fields (a body, if any, is ignored)."""
 
 
 class BrowserTokenView(WireModel):
@@ -191,6 +201,8 @@ def browser_view(
     settings: Settings,
     queue: BrowserQueue | None = None,
     token: IssuedToken | None = None,
+    pause: PauseRecord | None = None,
+    takeover_url: str | None = None,
 ) -> BrowserView:
     end_reason = browser_end_reason(record.status, record.stop_reason)
     return BrowserView(
@@ -203,11 +215,13 @@ def browser_view(
         finished_at=to_wire(record.finished_at) if record.finished_at is not None else None,
         metadata=record.metadata,
         profile_id=record.profile_id,
-        state=browser_state(record.status, record.stop_reason, queued=record.starting).value,
+        state=browser_state(record.status, record.stop_reason, queued=record.starting, paused=pause is not None).value,
         end_reason=end_reason.value if end_reason else None,
         idle_timeout_ms=record.idle_timeout_ms,
         max_duration_ms=record.max_duration_ms,
         queue=_queue_view(queue),
         token=token.value if token else None,
         token_expires_at=to_wire(token.expires_at) if token else None,
+        pause=pause.wire() if pause is not None else None,
+        takeover_url=takeover_url,
     )

@@ -20,6 +20,7 @@ from openbrowse.sessions.activity import ActivityBoard
 from openbrowse.sessions.browsers import BrowserService
 from openbrowse.sessions.live import LiveTargets
 from openbrowse.sessions.manager import SessionManager
+from openbrowse.sessions.takeover import TakeoverTokens
 
 
 async def get_settings(conn: HTTPConnection) -> Settings:
@@ -55,6 +56,15 @@ async def get_live_targets(conn: HTTPConnection) -> LiveTargets:
     return targets
 
 
+def takeovers_of(conn: HTTPConnection) -> TakeoverTokens:
+    takeovers: TakeoverTokens = conn.app.state.takeovers
+    return takeovers
+
+
+async def get_takeovers(conn: HTTPConnection) -> TakeoverTokens:
+    return takeovers_of(conn)
+
+
 async def get_profiles(conn: HTTPConnection) -> ProfileService:
     profiles: ProfileService = conn.app.state.profiles
     return profiles
@@ -77,6 +87,7 @@ AuthenticatorDep = Annotated[Authenticator, Depends(get_authenticator)]
 ApiKey = Depends(require_api_key)
 BrowsersDep = Annotated[BrowserService, Depends(get_browsers)]
 LiveTargetsDep = Annotated[LiveTargets, Depends(get_live_targets)]
+TakeoversDep = Annotated[TakeoverTokens, Depends(get_takeovers)]
 ProfilesDep = Annotated[ProfileService, Depends(get_profiles)]
 LoopbackHttpDep = Annotated[httpx.AsyncClient, Depends(get_loopback_http)]
 ActivityBoardDep = Annotated[ActivityBoard, Depends(get_activity_board)]

@@ -81,7 +81,8 @@ def install_error_handlers(app: FastAPI) -> None:
             logger.error("Unhandled domain error: %s", exc, exc_info=exc)
             return JSONResponse({"detail": "Internal Server Error"}, status_code=500)
         headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, OverLimit) else None
-        return JSONResponse({"detail": exc.message}, status_code=status, headers=headers)
+        body = {"detail": exc.message, "code": exc.code} if exc.code_on_wire else {"detail": exc.message}
+        return JSONResponse(body, status_code=status, headers=headers)
 
     async def on_validation_error(_: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)

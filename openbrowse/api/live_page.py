@@ -5,7 +5,13 @@ The viewer is one small page, no build step: an inline ES module imports noVNC's
 and without the dot cursor, to ``ws(s)://<host>/<path>`` where ``path`` comes from the page's own query (as in
 ``liveUrl``). Overlays say "Connecting…" until the first frame and "Stream ended" when the socket closes.
 ``document.body.dataset.state`` mirrors that (``connecting``/``connected``/``ended``) for tests and embedders.
-``?control=1`` lets the page send input; the server only honours it after ``POST /vnc/{id}/control``.
+``?control=1`` lets the page send input; the server only honours it after ``POST /vnc/{id}/control``, for a viewer
+holding the API key or the dashboard's credentials.
+
+Opened from a ``takeoverUrl`` (spec §21.5) whose token is still open, the page sends input, passes
+``takeover=<token>`` on to its socket (the bridge lets that connection's input through), and shows "Hand back to
+agent": a ``POST`` of the target's resume route with the token as ``Authorization: Bearer``, the one call it
+authorises. ``document.body.dataset.takeover`` reads ``active``, then ``handed-back`` (or ``failed``).
 
 Both pages are sent with a Content-Security-Policy (:data:`VIEWER_HEADERS`, :data:`NO_BROWSER_HEADERS`): their own
 inline style and script by hash, modules and the stream from this origin only, noVNC's cursor as a ``data:``
@@ -30,6 +36,12 @@ body { font: 16px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: #
 #overlay { position: absolute; inset: 0; display: flex; align-items: center; justify-content: center;
            background: rgba(30, 30, 30, 0.85); pointer-events: none; text-align: center; padding: 1em; }
 #overlay[hidden] { display: none; }
+#takeover { position: absolute; top: 0.6em; right: 0.6em; display: flex; gap: 0.6em; align-items: center;
+            background: rgba(30, 30, 30, 0.9); padding: 0.4em 0.6em; border-radius: 6px; }
+#takeover[hidden] { display: none; }
+#hand-back { font: inherit; padding: 0.3em 0.9em; border: 0; border-radius: 4px; background: #2f7d4f; color: #fff;
+             cursor: pointer; }
+#hand-back:disabled { opacity: 0.6; cursor: default; }
 main { max-width: 36em; margin: 0 auto; padding: 15vh 1.5em 0; }
 h1 { font-size: 1.3em; font-weight: 600; margin: 0 0 0.6em; }
 p { margin: 0 0 0.8em; color: #bdbdbd; }
@@ -62,8 +74,11 @@ if (url.host !== location.host) {
 }
 url.protocol = location.protocol === "https:" ? "wss:" : "ws:";
 if (config.token && !url.searchParams.has("token")) url.searchParams.set("token", config.token);
+const takeover = config.resumePath ? params.get("takeover") : null;
+if (takeover) url.searchParams.set("takeover", takeover);
 const rfb = new RFB(document.getElementById("screen"), url.href, { shared: true, wsProtocols: ["binary"] });
-rfb.viewOnly = params.get("control") !== "1";
+rfb.viewOnly = !takeover && params.get("control") !== "1";
+if (takeover) offerHandBack(rfb, takeover);
 rfb.scaleViewport = true;
 rfb.resizeSession = false;
 rfb.showDotCursor = false;
@@ -72,6 +87,39 @@ rfb.addEventListener("connect", () => show("connected", ""));
 rfb.addEventListener("disconnect", () => show("ended", "Stream ended"));
 rfb.addEventListener("securityfailure", () => show("ended", "Stream ended: the VNC server refused the viewer."));
 rfb.addEventListener("credentialsrequired", () => show("ended", "Stream ended: the VNC server asked for a password."));
+}
+function offerHandBack(rfb, takeover) {
+  const bar = document.getElementById("takeover");
+  const button = document.getElementById("hand-back");
+  const status = document.getElementById("takeover-status");
+  document.body.dataset.takeover = "active";
+  bar.hidden = false;
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    status.textContent = "";
+    let answer = null;
+    try {
+      answer = await fetch(config.resumePath, {
+        method: "POST",
+        headers: { Authorization: "Bearer " + takeover, "Content-Type": "application/json" },
+        body: "{}",
+        credentials: "omit",
+      });
+    } catch {
+      answer = null;
+    }
+    // 422: it was not paused any more; 401: its takeover was closed. Either way someone already handed it back.
+    if (answer && (answer.ok || answer.status === 422 || answer.status === 401)) {
+      rfb.viewOnly = true;
+      document.body.dataset.takeover = "handed-back";
+      button.hidden = true;
+      status.textContent = answer.ok ? "Handed back to the agent; this view only watches now." : "Already handed back.";
+    } else {
+      document.body.dataset.takeover = "failed";
+      button.disabled = false;
+      status.textContent = "Could not hand back" + (answer ? " (" + answer.status + ")" : "") + "; try again.";
+    }
+  });
 }
 """
 
@@ -92,16 +140,21 @@ def _document(title: str, body: str, *, head_extra: str = "") -> str:
     )
 
 
-def viewer_page(*, target_id: str, client_url: str, default_path: str, token: str | None) -> str:
+def viewer_page(
+    *, target_id: str, client_url: str, default_path: str, token: str | None, resume_path: str | None = None
+) -> str:
     """The noVNC viewer for ``target_id``.
 
     ``client_url`` is where ``core/rfb.js`` is fetched from, relative to the page (it carries the view token in
     its path when auth is on); ``default_path`` is the websocket path used when the page has no ``path`` query;
-    ``token`` is appended to the websocket URL as ``?token=``.
+    ``token`` is appended to the websocket URL as ``?token=``. ``resume_path`` (only when the page was opened with
+    the target's open takeover token): the route "Hand back to agent" posts to.
     """
-    config = {"clientUrl": client_url, "defaultPath": default_path, "token": token}
+    config = {"clientUrl": client_url, "defaultPath": default_path, "token": token, "resumePath": resume_path}
     body = (
         '<div id="screen"></div><div id="overlay" role="status">Connecting…</div>'
+        '<div id="takeover" hidden><span id="takeover-status" role="status"></span>'
+        '<button type="button" id="hand-back">Hand back to agent</button></div>'
         f'<script type="application/json" id="live-config">{_json_for_script(config)}</script>'
         f'<script type="module">{_VIEWER_SCRIPT}</script>'
     )

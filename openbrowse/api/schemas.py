@@ -103,6 +103,9 @@ class SessionView(WireModel):
     thinking_level: str | None
     failure_kind: str | None
     end_reason: str | None = None
+    pause: dict[str, Any] | None = None
+    takeover_url: str | None = None
+    queue: dict[str, Any] | None = None
     failure_status_code: int | None
     agentmail_email: None = None
     integrations_used: list[str] = Field(default_factory=list)
@@ -116,7 +119,21 @@ class SessionView(WireModel):
 _EFFORT_TO_THINKING_LEVEL = {"none": "disabled", "low": "low", "medium": "medium", "high": "high"}
 
 
-def session_view(record: SessionRecord) -> SessionView:
+class PauseSessionBody(WireModel):
+    """``POST /v3/sessions/{id}/pause`` (spec §21.5)."""
+
+    reason: str | None = Field(default=None, max_length=500)
+
+
+class ResumeSessionBody(WireModel):
+    """``POST /v3/sessions/{id}/resume``: ``note`` reaches the agent with the hand-back."""
+
+    note: str | None = Field(default=None, max_length=2000)
+
+
+def session_view(
+    record: SessionRecord, takeover_url: str | None = None, queue: dict[str, Any] | None = None
+) -> SessionView:
     return SessionView(
         id=record.id,
         status=record.status.value,
@@ -138,6 +155,9 @@ def session_view(record: SessionRecord) -> SessionView:
         thinking_level=_EFFORT_TO_THINKING_LEVEL.get(record.reasoning_effort),
         failure_kind=record.failure_kind.value if record.failure_kind else None,
         end_reason=record.end_reason.value if record.end_reason else None,
+        pause=record.pause,
+        takeover_url=takeover_url if record.pause is not None else None,
+        queue=queue,
         failure_status_code=record.failure_status_code,
         keep_alive=record.keep_alive,
         captcha_cost_usd=format_usd(record.captcha_cost_usd),
@@ -147,9 +167,9 @@ def session_view(record: SessionRecord) -> SessionView:
     )
 
 
-def session_json(record: SessionRecord) -> bytes:
+def session_json(record: SessionRecord, takeover_url: str | None = None, queue: dict[str, Any] | None = None) -> bytes:
     """The ``SessionView`` of ``record`` as the JSON bytes FastAPI would send for it (camelCase, compact)."""
-    return session_view(record).model_dump_json(by_alias=True).encode()
+    return session_view(record, takeover_url, queue).model_dump_json(by_alias=True).encode()
 
 
 class SessionListView(WireModel):

@@ -10,7 +10,8 @@ outlives the connection.
 
 A route may ``screen`` client messages (raw browsers' CDP: :mod:`openbrowse.api.cdp_filter`): each one is
 forwarded as the screen says, possibly rewritten, or answered to the client and dropped. A ``greeting`` is one
-call made upstream before the client is heard, its answer kept from the client.
+call made upstream before the client is heard, its answer kept from the client. A screen that cannot follow the
+client's stream raises :class:`CloseConnection` (the live view's RFB reader, :mod:`openbrowse.api.vnc_input`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = [
     "CLOSE_TOO_BIG",
     "CLOSE_UNAVAILABLE",
     "ClientScreen",
+    "CloseConnection",
     "Screened",
     "bridge",
     "close_quietly",
@@ -66,6 +68,15 @@ class Screened(Protocol):
 
 
 ClientScreen = Callable[[bytes | str], Screened]
+
+
+class CloseConnection(Exception):
+    """Raised by a screen: end the bridge and close the client with ``code`` (and ``reason``)."""
+
+    def __init__(self, code: int, reason: str = "") -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
 
 
 def offered_subprotocol(websocket: WebSocket, name: str) -> str | None:
@@ -164,8 +175,8 @@ async def _pump_both(
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
     finished = outbound.done() and not outbound.cancelled() and outbound.exception() is None
-    if finished and outbound.result() is not None:
-        return CLOSE_TOO_BIG
+    if finished and (refusal := outbound.result()) is not None:
+        return refusal
     received = upstream.close_code
     if received is None:
         return CLOSE_NORMAL
@@ -183,7 +194,8 @@ def _too_big(message: bytes | str, limit: int) -> bool:
 async def _client_to_upstream(
     client: WebSocket, upstream: ClientConnection, max_message: int, screen: ClientScreen | None, sending: asyncio.Lock
 ) -> int | None:
-    """Forward client frames; return 1009 if one is too big for this route, None when the client leaves."""
+    """Forward client frames; return the close code when the bridge refuses one (1009: too big for this route;
+    a screen's :class:`CloseConnection`), None when the client leaves."""
     try:
         while True:
             message = await client.receive()
@@ -198,7 +210,11 @@ async def _client_to_upstream(
                 logger.info("Closed a bridge: a client message exceeded %d bytes", max_message)
                 return CLOSE_TOO_BIG
             if screen is not None:
-                verdict = screen(payload)
+                try:
+                    verdict = screen(payload)
+                except CloseConnection as refusal:
+                    logger.info("Closed a bridge: %s", refusal.reason)
+                    return refusal.code
                 if verdict.reply is not None:
                     async with sending:
                         await client.send_text(verdict.reply)

@@ -60,10 +60,12 @@ def browser_end_reason(status: BrowserStatus, stop_reason: BrowserStopReason | N
 
 
 def browser_state(
-    status: BrowserStatus, stop_reason: BrowserStopReason | None, *, queued: bool = False
+    status: BrowserStatus, stop_reason: BrowserStopReason | None, *, queued: bool = False, paused: bool = False
 ) -> BrowserState:
     if status is BrowserStatus.ACTIVE:
-        return BrowserState.STARTING if queued else BrowserState.LIVE
+        if queued:
+            return BrowserState.STARTING
+        return BrowserState.PAUSED if paused else BrowserState.LIVE
     if browser_end_reason(status, stop_reason) is EndReason.RUNNER_LOST:
         return BrowserState.LOST
     return BrowserState.ENDED

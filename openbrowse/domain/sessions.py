@@ -79,6 +79,9 @@ class SessionRecord:
     failure_kind: FailureKind | None = None
     failure_status_code: int | None = None
     end_reason: EndReason | None = None
+    pause: dict[str, Any] | None = None
+    """While a person has taken over (spec §21.5): ``state``, ``reason``, ``by``, ``requestedAt``, ``pausedAt``,
+    ``expiresAt`` as on the wire."""
 
     @property
     def total_cost_usd(self) -> Decimal:

@@ -1,9 +1,10 @@
 """How long a live raw browser lives (spec §21.1): its idle clock, its maximum age, and watching for its end.
 
-A browser is *in use* while a CDP client is connected through the proxy, while someone watches its live view, and
-for a moment at each control-API call. It ends with ``idle_timeout`` once it has not been in use for its
-``idleTimeoutMs``, with ``max_duration`` at its ``timeoutAt``, with ``runner_lost`` when Chromium or its sandbox
-dies (``memory_limit`` for the memory cap), or when someone asks it to stop.
+A browser is *in use* while a CDP client is connected through the proxy, while someone watches its live view, while
+it is paused for a person (spec §21.5), and for a moment at each control-API call. It ends with ``idle_timeout`` once
+it has not been in use for its ``idleTimeoutMs``, with ``max_duration`` at its ``timeoutAt`` (paused or not), with
+``runner_lost`` when Chromium or its sandbox dies (``memory_limit`` for the memory cap), or when someone asks it to
+stop.
 
 CDP connections and control calls are reported to :class:`BrowserActivity` as they happen. Live viewers are
 counted by the slot and not reported, so while one watches, the watcher looks again every
@@ -29,12 +30,13 @@ VIEWER_POLL_S = 1.0
 
 
 class BrowserActivity:
-    """When a browser was last in use, and how many CDP clients hold it in use right now."""
+    """When a browser was last in use, and what holds it in use right now: CDP clients, or a pause."""
 
     def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
         self._monotonic = monotonic
         self.last_used = monotonic()
         self.cdp_clients = 0
+        self.paused = False
 
     def touch(self) -> None:
         self.last_used = self._monotonic()
@@ -72,7 +74,7 @@ async def wait_for_end(
         while True:
             now = monotonic()
             watched = viewers() > 0
-            if watched or activity.cdp_clients > 0:
+            if watched or activity.cdp_clients > 0 or activity.paused:
                 activity.last_used = now
             if now >= lifetime.ends_at:
                 logger.info("Raw browser %s reached its maximum age", browser_id)

@@ -12,6 +12,10 @@ If the POST that asked for a browser goes away before the browser is up, the bro
 otherwise hold a slot with nobody knowing its id); a queued browser's POST has already been answered. Rows left
 ``active`` by a previous process are marked stopped on entry; that process's children are already gone (the
 pool's start-up clean-up).
+
+A live browser can be paused for a person (spec §21.5): its ``state`` reads ``paused``, its idle clock stops (its
+maximum age does not), and a takeover token is opened for its live view until it is resumed or ends. The pause is
+kept in memory only, like the browser itself.
 """
 
 from __future__ import annotations
@@ -35,15 +39,17 @@ from openbrowse.domain.browsers import (
 )
 from openbrowse.domain.clock import Clock, utc_now
 from openbrowse.domain.ids import BrowserId, new_browser_id
-from openbrowse.errors import BrowserUnavailable, InvalidRequest
+from openbrowse.errors import BrowserUnavailable, InvalidRequest, NotPausable, NotPaused
 from openbrowse.profiles.service import ProfileService
 from openbrowse.sessions.admission import QueueAdmission
 from openbrowse.sessions.browser_capacity import CapacityExceeded, capacity_now, estimate_eta, lease_timeout
 from openbrowse.sessions.browser_lifetime import BrowserActivity, Lifetime, wait_for_end
 from openbrowse.sessions.browser_parts import BrowserLease, BrowserRequest, BrowserSlot, CdpEndpoint, SlotSource
 from openbrowse.sessions.browser_tokens import BrowserTokens, IssuedToken
+from openbrowse.sessions.pausing import PauseRecord
 from openbrowse.sessions.profile_sync import ProfileSync
 from openbrowse.sessions.runtime import LiveSlot
+from openbrowse.sessions.takeover import TakeoverTokens
 from openbrowse.shielding import run_shielded
 from openbrowse.store.browsers import BrowserRepo
 
@@ -70,6 +76,8 @@ class _Running:
         self.profile: ProfileSync | None = None
         self.leased = False
         self.activity = BrowserActivity()
+        self.pause: PauseRecord | None = None
+        self.takeover_token: str | None = None
 
     def request_stop(self, reason: BrowserStopReason) -> None:
         """Ask the browser to end. Before it is up there is nothing to wait for: the start is cancelled."""
@@ -105,6 +113,8 @@ class BrowserService:
         clock: Clock = utc_now,
         files_dir: Path | None = None,
         admission: QueueAdmission | None = None,
+        takeovers: TakeoverTokens | None = None,
+        takeover_url: Callable[[str, str], str] | None = None,
     ) -> None:
         self._repo = browsers
         self._profiles = profiles
@@ -117,6 +127,8 @@ class BrowserService:
         self.tokens = BrowserTokens(clock)
         self.before_end: Callable[[str], Awaitable[None]] | None = None  # the control API detaches here
         self._admission = admission
+        self.takeovers = takeovers if takeovers is not None else TakeoverTokens()
+        self._takeover_url = takeover_url
         if admission is not None:
             admission.add_source(self.waiting_for_slot)
 
@@ -183,6 +195,33 @@ class BrowserService:
             return None
         return self.tokens.issue(browser_id, ttl_seconds)
 
+    async def pause(self, browser_id: str, reason: str | None) -> BrowserRecord:
+        """Pause a live browser for a person and open its takeover; pausing a paused browser changes nothing."""
+        record = await self._repo.get(browser_id)
+        browser = self._running.get(BrowserId(browser_id))
+        if browser is None or browser.slot is None or not record.live:
+            raise NotPausable("Browser is still waiting for a slot" if record.starting else "Browser is stopped")
+        if browser.pause is None:
+            now = self._clock()
+            browser.pause = PauseRecord("paused", "user", reason, requested_at=now, paused_at=now)
+            browser.takeover_token = self.takeovers.open(browser_id)
+            browser.activity.paused = True
+            logger.info("Raw browser %s is paused for a person", browser_id)
+        return record
+
+    async def resume(self, browser_id: str, note: str | None) -> BrowserRecord:
+        """End a pause: the takeover link stops sending input at once and the idle clock starts again."""
+        record = await self._repo.get(browser_id)
+        browser = self._running.get(BrowserId(browser_id))
+        if browser is None or browser.pause is None:
+            raise NotPaused("Browser is not paused")
+        browser.pause = browser.takeover_token = None
+        self.takeovers.close(browser_id)
+        browser.activity.paused = False
+        browser.activity.touch()
+        logger.info("Raw browser %s is resumed%s", browser_id, f" ({len(note)}-character note)" if note else "")
+        return record
+
     # -- activity (spec §21.1: CDP clients, control calls and live viewers keep a browser from idling out) -----
     def touch(self, browser_id: str) -> None:
         """A control-API call (or anything else a person or program does to it) used the browser just now."""
@@ -228,6 +267,17 @@ class BrowserService:
         ends = [end for other in self._running.values() if (end := other.expected_end(now)) is not None]
         eta = 0 if browser.leased else estimate_eta(position, ends, now, record.queue_expires_at)
         return BrowserQueue(position, eta, QUEUE_REASON_FULL, record.queued_at, record.queue_expires_at)
+
+    def pause_of(self, record: BrowserRecord) -> PauseRecord | None:
+        browser = self._running.get(record.id)
+        return browser.pause if browser is not None and record.live else None
+
+    def takeover_url(self, record: BrowserRecord) -> str | None:
+        """The live view with input enabled for this link alone, while the browser is paused."""
+        browser = self._running.get(record.id)
+        if browser is None or browser.takeover_token is None or self._takeover_url is None or not record.live:
+            return None
+        return self._takeover_url(record.id, browser.takeover_token)
 
     def live_slot(self, browser_id: str) -> LiveSlot | None:
         """The slot showing this browser while it is up, else None."""
@@ -364,6 +414,8 @@ class BrowserService:
 
     async def _finish(self, browser: _Running, lease: BrowserLease | None, record: BrowserRecord | None) -> None:
         self.tokens.revoke(browser.id)
+        self.takeovers.forget(browser.id)
+        browser.pause = browser.takeover_token = None
         try:
             if self.before_end is not None:
                 await self.before_end(browser.id)

@@ -164,6 +164,7 @@ class ControlService:
                 await self._resolve(kind, target_id, mutating=True)
             result = await _served(route, call)
             if kind == "session":
+                self._manager.human_input(target_id)  # a paused session's timeout counts from the last input
                 line = describe_call(route, body, path)
                 driven.by_hand.append(line)
                 await self._feed.append(
@@ -240,13 +241,18 @@ class ControlService:
         return _plain_file(target.folders.downloads, name)
 
     # -- hooks from the session and browser lifecycles -----------------------------------------------------------
-    async def hand_back(self, session_id: SessionId, task: str) -> str:
-        """Wait for a control call in flight, then prefix ``task`` with what was done by hand since the last turn."""
+    async def handed_back(self, session_id: SessionId) -> list[str]:
+        """Wait for a control call in flight, then take what was done by hand since the last turn or resume."""
         driven = self._driven.get(session_id)
         if driven is None:
-            return task
+            return []
         async with driven.lock:
             done, driven.by_hand = driven.by_hand, []
+        return done
+
+    async def hand_back(self, session_id: SessionId, task: str) -> str:
+        """Wait for a control call in flight, then prefix ``task`` with what was done by hand since the last turn."""
+        done = await self.handed_back(session_id)
         if not done:
             return task
         listed = "; ".join(done[:_NOTE_LIMIT])

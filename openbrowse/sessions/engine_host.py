@@ -181,6 +181,24 @@ class HostedEngine:
         self._home = home
         self._inner = inner
         self._slot: LiveSlot | None = None
+        self.on_human_needed: Callable[[str], Awaitable[None]] | None = None
+        inner.on_human_needed = self._human_needed_at_home
+
+    async def _human_needed_at_home(self, reason: str) -> None:
+        """The agent's ``wait_for_human``, on the engine's thread: handed to the worker on the API loop."""
+        hook = self.on_human_needed
+        if hook is None:
+            raise RuntimeError("No one can take over this session.")
+        await self._home.call(lambda: hook(reason))
+
+    async def pause(self) -> None:
+        await self._thread.run(self._inner.pause)
+
+    async def wait_paused(self) -> None:
+        await self._thread.run(self._inner.wait_paused)
+
+    async def resume(self, note: str) -> None:
+        await self._thread.run(lambda: self._inner.resume(note))
 
     @classmethod
     async def start(cls, name: str, build: EngineBuilder, *, nice: int = 0) -> HostedEngine:

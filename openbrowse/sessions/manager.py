@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import shutil
+import statistics
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
 from types import TracebackType
 from typing import Any
 
 from openbrowse.config import Settings
-from openbrowse.domain.clock import Clock, utc_now
+from openbrowse.domain.clock import Clock, to_wire, utc_now
 from openbrowse.domain.feed import FeedEntry, Message
 from openbrowse.domain.ids import SessionId, new_session_id
 from openbrowse.domain.redaction import REDACTORS
@@ -28,7 +30,7 @@ from openbrowse.domain.sessions import (
     StopStrategy,
     title_from_task,
 )
-from openbrowse.errors import InvalidRequest, SessionNotFound
+from openbrowse.errors import InvalidRequest, NotPausable, NotPaused, SessionNotFound, SessionPaused
 from openbrowse.sessions.admission import QueueAdmission
 from openbrowse.sessions.locks import KeyedLocks
 from openbrowse.sessions.requests import (
@@ -187,6 +189,53 @@ class SessionManager:
             await self.sessions.get(session_id)  # SessionNotFound for an unknown id
             return await self.sessions.update(session_id, title=words)
 
+    # -- a person takes over (spec §21.5) ------------------------------------------------------------------------
+    async def pause(self, session_id: SessionId, reason: str | None) -> SessionRecord:
+        """Pause a running or parked session for a person; idempotent. Its browser must be live."""
+        async with self.lock(session_id):
+            await self.sessions.get(session_id)  # SessionNotFound for an unknown id
+            worker = self._workers.get(session_id)
+            if worker is None:
+                raise NotPausable("Only a running session or an idle keep-alive session with a live browser can pause.")
+            await worker.pause("user", reason)
+        return await self.get(session_id)
+
+    async def resume(self, session_id: SessionId, note: str | None) -> SessionRecord:
+        """Hand a paused session back to its agent."""
+        async with self.lock(session_id):
+            await self.sessions.get(session_id)
+            worker = self._workers.get(session_id)
+            if worker is None or not worker.pauses.active:
+                raise NotPaused("The session is not paused.")
+            await worker.resume(note)
+        return await self.get(session_id)
+
+    def queue_of(self, record: SessionRecord) -> dict[str, Any] | None:
+        """Where a queued session stands (spec §21.2): ``position`` (1 = next), ``etaSeconds`` estimated from recent
+        turns (None before any finished), ``queuedAt``; None when it is not queued."""
+        if not record.is_queued:
+            return None
+        worker = self._workers.get(record.id)
+        position = self._runtime.queue_position(record.id) if worker is not None else None
+        if position is None:  # not at the pool yet (its previous run is closing): behind everyone waiting there
+            position = self.waiting_for_slot() or 1
+        recent = self._runtime.turn_seconds
+        slots = max(1, self._settings.MAX_CONCURRENT_SESSIONS)
+        eta = round(math.ceil(position / slots) * statistics.median(recent)) if recent else None
+        queued_at = worker.queued_at if worker is not None and worker.queued_at is not None else record.updated_at
+        return {"position": position, "etaSeconds": eta, "queuedAt": to_wire(queued_at)}
+
+    def takeover_token(self, session_id: str) -> str | None:
+        """The takeover link's token while the session is paused, else None."""
+        worker = self._workers.get(SessionId(session_id))
+        return worker.pauses.takeover_token if worker is not None else None
+
+    def human_input(self, session_id: str) -> None:
+        """A person acted on a paused session (control call, takeover input): its pause timeout starts again."""
+        worker = self._workers.get(SessionId(session_id))
+        if worker is not None:
+            worker.pauses.touch()
+
     async def get(self, session_id: str) -> SessionRecord:
         """The row for display (shared with other readers: never mutate it)."""
         return await self.sessions.view(session_id)
@@ -271,6 +320,9 @@ class SessionManager:
             record = await self.sessions.find(session_id)
             if record is None:
                 raise SessionNotFound()
+            worker = self._workers.get(session_id)
+            if record.pause is not None or (worker is not None and worker.pauses.active):
+                raise SessionPaused()
             self._check_accepts_follow_up(record)
             task = task_text(request.task)
             if task is None:

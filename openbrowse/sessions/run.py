@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import logging
 import shutil
+from collections.abc import Awaitable, Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,6 +52,9 @@ RESTORED_NOTE = (
     "The output store already holds the answer of the previous turn: update it in place (update_item(s), "
     "set_field, remove_items) rather than adding those items again."
 )
+
+
+HumanNeeded = Callable[[str], Awaitable[None]]
 
 
 class AgentEngine:
@@ -117,6 +121,8 @@ class AgentEngine:
         self._turns = 0
         self._profiles = profiles
         self._profile: ProfileSync | None = None
+        self.on_human_needed: HumanNeeded | None = None
+        """Set by the worker: pauses the session when the agent calls ``wait_for_human`` (spec §21.5)."""
 
     # -- costs -------------------------------------------------------------------------------------------------
     def _on_usage(self, call: CallUsage) -> None:
@@ -143,6 +149,24 @@ class AgentEngine:
     async def captcha_spent(self, usd: Decimal) -> None:
         self._captcha_usd += usd
         await self._sessions.update(self._record.id, captcha_cost_usd=self._captcha_usd)
+
+    async def human_needed(self, reason: str) -> None:
+        if self.on_human_needed is None:
+            raise RuntimeError("No one can take over this session.")
+        await self.on_human_needed(reason)
+
+    # -- pause (spec §21.5) ------------------------------------------------------------------------------------
+    async def pause(self) -> None:
+        if self._runner is not None:
+            self._runner.pause()
+
+    async def wait_paused(self) -> None:
+        if self._runner is not None:
+            await self._runner.wait_paused()
+
+    async def resume(self, note: str) -> None:
+        if self._runner is not None:
+            self._runner.resume(note)
 
     def _captcha_settings(self) -> CapSolverSettings | None:
         key = self._settings.CAPSOLVER_API_KEY

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import gc
 import importlib
+from collections import deque
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
@@ -143,6 +144,22 @@ class Engine(Protocol):
 
     async def close(self) -> None: ...
 
+    # -- a person takes over (spec §21.5) ----------------------------------------------------------------------
+    on_human_needed: Callable[[str], Awaitable[None]] | None
+    """Called (on the API loop) when the agent asks for a person with ``wait_for_human``."""
+
+    async def pause(self) -> None:
+        """Ask the agent to stop at its next safe point; returns at once."""
+        ...
+
+    async def wait_paused(self) -> None:
+        """Returns once no agent step runs any more."""
+        ...
+
+    async def resume(self, note: str) -> None:
+        """Let the agent go on; its next step sees the full state and ``note``."""
+        ...
+
 
 class ControlHooks(Protocol):
     """What a worker tells the browser control API (spec §20.3), implemented by ``sessions.control``."""
@@ -151,9 +168,47 @@ class ControlHooks(Protocol):
         """Wait for a control call in flight, then return ``task`` with a note of what was done by hand."""
         ...
 
+    async def handed_back(self, session_id: SessionId) -> list[str]:
+        """Wait for a control call in flight, then take the list of what was done by hand since last asked."""
+        ...
+
     async def browser_closing(self, target_id: str) -> None:
         """Detach the control engine before the browser goes away."""
         ...
+
+
+class TakeoverHooks(Protocol):
+    """Takeover links of the live view (spec §21.5): open while a session is paused, closed at the resume."""
+
+    def open(self, target_id: str) -> str:
+        """A fresh takeover token for ``target_id`` (an older one stops working)."""
+        ...
+
+    def close(self, target_id: str) -> None: ...
+
+    def last_input(self, target_id: str) -> float | None:
+        """When input last came through the takeover link (``time.monotonic``), or None."""
+        ...
+
+    def forget(self, target_id: str) -> None:
+        """The browser is gone: drop everything kept for it."""
+        ...
+
+
+class NoTakeovers:
+    """Workers built without a live view (unit tests): a pause gives no takeover link."""
+
+    def open(self, target_id: str) -> str:  # noqa: ARG002
+        return ""
+
+    def close(self, target_id: str) -> None:  # noqa: ARG002
+        return None
+
+    def last_input(self, target_id: str) -> float | None:  # noqa: ARG002
+        return None
+
+    def forget(self, target_id: str) -> None:  # noqa: ARG002
+        return None
 
 
 class NoControl:
@@ -162,9 +217,14 @@ class NoControl:
     async def hand_back(self, session_id: SessionId, task: str) -> str:  # noqa: ARG002
         return task
 
+    async def handed_back(self, session_id: SessionId) -> list[str]:  # noqa: ARG002
+        return []
+
     async def browser_closing(self, target_id: str) -> None:  # noqa: ARG002
         return None
 
+
+TURN_HISTORY = 20
 
 EngineFactory = Callable[[SessionRecord], Awaitable[Engine]]
 NeverStartedCheck = Callable[[SessionRecord], "str | None"]
@@ -281,6 +341,10 @@ class WorkerRuntime:
         self.engine_ready = engine_ready
         self._manager: SessionManager | None = None
         self.control: ControlHooks = NoControl()  # the control API's, once the app has built it
+        self.takeovers: TakeoverHooks = NoTakeovers()  # the live view's, once the app has built it
+        self.queue_position: Callable[[str], int | None] = lambda _owner: None  # the pool's FIFO place (1 = next)
+        self.turn_seconds: deque[float] = deque(maxlen=TURN_HISTORY)
+        """How long recent turns took: what a queued session's ``etaSeconds`` is estimated from."""
 
     def bind(self, manager: SessionManager) -> None:
         self._manager = manager

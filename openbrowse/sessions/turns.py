@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from openbrowse.domain.end_reasons import EndReason
 from openbrowse.domain.failures import Failure, FailureKind
@@ -21,13 +21,27 @@ if TYPE_CHECKING:
     from openbrowse.sessions.runtime import Engine, WorkerRuntime
 
 
-async def bounded_turn(runtime: WorkerRuntime, session_id: SessionId, engine: Engine, task: str) -> TurnOutcome:
+class PausedTime(Protocol):
+    """The session's pauses, which stop the task clock (spec §21.5)."""
+
+    @property
+    def active(self) -> bool: ...
+
+    @property
+    def changed(self) -> asyncio.Event: ...
+
+    def paused_seconds(self) -> float: ...
+
+
+async def bounded_turn(
+    runtime: WorkerRuntime, session_id: SessionId, engine: Engine, task: str, *, paused: PausedTime | None = None
+) -> TurnOutcome:
     """Run one dispatch of ``task``; its children never outlive this call, even when it is cancelled."""
     limit = runtime.settings.TASK_TIMEOUT or None
     turn = asyncio.create_task(engine.run_turn(task), name=f"turn-{session_id}")
     died = asyncio.ensure_future(engine.wait_died())
     try:
-        done, _ = await asyncio.wait({turn, died}, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
+        done = await _first_of(turn, died, limit, paused)
     finally:
         for child in (turn, died):
             if not child.done():
@@ -38,6 +52,34 @@ async def bounded_turn(runtime: WorkerRuntime, session_id: SessionId, engine: En
     if died in done and not died.cancelled():
         return await _slot_died(runtime, session_id, died.result())
     return await _timed_out(runtime, session_id, engine)
+
+
+async def _first_of(
+    turn: asyncio.Future[Any], died: asyncio.Future[Any], limit: float | None, paused: PausedTime | None
+) -> set[asyncio.Future[Any]]:
+    """Whichever of ``turn`` and ``died`` ends first, or nothing once ``limit`` seconds of unpaused time passed."""
+    waiting: set[asyncio.Future[Any]] = {turn, died}
+    if paused is None or limit is None:
+        done, _ = await asyncio.wait(waiting, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
+        return done
+    loop = asyncio.get_running_loop()
+    started, paused_before = loop.time(), paused.paused_seconds()
+    while True:
+        remaining = limit - (loop.time() - started - (paused.paused_seconds() - paused_before))
+        if remaining <= 0 and not paused.active:
+            return set()
+        paused.changed.clear()
+        changed = asyncio.ensure_future(paused.changed.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {*waiting, changed},
+                timeout=None if paused.active else remaining,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            changed.cancel()
+        if done & waiting:
+            return done & waiting
 
 
 async def _timed_out(runtime: WorkerRuntime, session_id: SessionId, engine: Engine) -> TurnOutcome:

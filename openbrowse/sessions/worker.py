@@ -15,13 +15,16 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from openbrowse.domain.clock import utc_now
 from openbrowse.domain.feed import FeedEntry, MessageType
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.runs import NOTHING_KEPT, Salvage, TurnEnding, TurnOutcome
-from openbrowse.errors import SessionNotFound
+from openbrowse.errors import NotPausable, NotPaused, SessionNotFound
 from openbrowse.logs import session_id_var
+from openbrowse.sessions.pausing import PausedBy, SessionPause
 from openbrowse.sessions.pressure import host_pressure
 from openbrowse.sessions.run_endings import EndingRecorder, Phase, Release, StopReason
 from openbrowse.sessions.sandbox_feed import SandboxFeed
@@ -50,6 +53,7 @@ class SessionWorker:
         self.phase: Phase = "waiting"
         self.task: asyncio.Task[None] | None = None
         self.parked_since: float | None = None
+        self.queued_at: datetime | None = None
         self._stop_reason: StopReason | None = None
         self._engine: Engine | None = None
         self._lease: SlotLease | None = None
@@ -57,6 +61,7 @@ class SessionWorker:
         # open from a keep-alive turn's end until the worker stops waiting; resolved exactly once, by a follow-up
         # (the task to run) or by whatever ends the wait (a Release), so a hand-over cannot be half done
         self._wake: asyncio.Future[str | Release] | None = None
+        self.pauses = SessionPause(session_id, runtime, self._pause_expired)
 
     # -- control from the manager ------------------------------------------------------------------------------
     def start(self, on_done: Callable[[SessionWorker], None]) -> None:
@@ -117,8 +122,32 @@ class SessionWorker:
 
     @property
     def may_be_driven(self) -> bool:
-        """Parked with the door open for a follow-up: no agent step runs, so a control client may act."""
-        return self.phase == "parked" and self.awaiting_follow_up
+        """No agent step runs, so a control client may act: parked for a follow-up, or paused (spec §20.3)."""
+        return (self.phase == "parked" and self.awaiting_follow_up) or self.pauses.landed
+
+    # -- a person takes over (spec §21.5) ------------------------------------------------------------------------
+    async def pause(self, by: PausedBy, reason: str | None) -> None:
+        """Pause a running turn (lands at its next safe point) or a parked session (at once); idempotent."""
+        if self.pauses.active:
+            return
+        if self.phase == "running" and self._engine is not None:
+            await self.pauses.pause(self._engine, by=by, reason=reason)
+        elif self.phase == "parked" and self.awaiting_follow_up:
+            await self.pauses.pause(None, by=by, reason=reason)
+        else:
+            raise NotPausable("Only a running session or an idle keep-alive session with a live browser can pause.")
+
+    async def resume(self, note: str | None, *, expired: bool = False) -> None:
+        """Hand back to the agent: a paused turn goes on with one note; a parked session waits for follow-ups."""
+        engine = self._engine if self.phase == "running" else None
+        await self.pauses.resume(engine, note, expired=expired)
+
+    async def _pause_expired(self) -> None:
+        with contextlib.suppress(NotPaused):
+            await self.resume(None, expired=True)
+
+    async def _agent_asked(self, reason: str) -> None:
+        await self.pause("agent", reason)
 
     # -- the run -----------------------------------------------------------------------------------------------
     async def _main(self) -> None:
@@ -155,6 +184,7 @@ class SessionWorker:
             await self._endings.never_started(problem or "The session has no task to run")
             return
         self.phase = "queued"
+        self.queued_at = utc_now()
         async with runtime.pool.acquire(self.session_id, on_wait=self._endings.queued) as lease:
             self.phase = "starting"
             self._lease = lease
@@ -164,13 +194,17 @@ class SessionWorker:
             except BaseException:
                 await run_shielded(_discard(early_browser))
                 raise
+            engine.on_human_needed = self._agent_asked
             try:
                 if early_browser is not None:
                     await early_browser
                 await self._launch(engine, lease, task)
                 while True:
                     self.phase = "running"
-                    outcome = await bounded_turn(runtime, self.session_id, engine, task)
+                    began, paused_before = asyncio.get_running_loop().time(), self.pauses.paused_seconds()
+                    outcome = await bounded_turn(runtime, self.session_id, engine, task, paused=self.pauses)
+                    paused_during = self.pauses.paused_seconds() - paused_before
+                    runtime.turn_seconds.append(asyncio.get_running_loop().time() - began - paused_during)
                     if not await self._finish_turn(engine, outcome):
                         break
                     next_task = await self._park(lease)
@@ -180,6 +214,8 @@ class SessionWorker:
             finally:
                 self.phase = "closing"
                 self._end_wake(Release("Closing"))
+                await run_shielded(self.pauses.aclose())
+                self._runtime.takeovers.forget(self.session_id)
                 await run_shielded(self._close(engine))
                 if self._sandbox_feed is not None:
                     await run_shielded(self._sandbox_feed.detach())
@@ -254,8 +290,7 @@ class SessionWorker:
         timeout = self._runtime.settings.KEEP_ALIVE_IDLE_TIMEOUT or None
         died = asyncio.ensure_future(engine.wait_died())
         try:
-            waiting: set[asyncio.Future[Any]] = {wake, died}
-            await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            await self._idle_until(wake, died, timeout)
         finally:
             if died.done() and not died.cancelled() and died.exception() is None:
                 self._end_wake(
@@ -267,6 +302,24 @@ class SessionWorker:
                 self._end_wake(Release(f"Expired: no follow-up for {minutes} idle minute(s)"))
             lease.unpark()
             self.parked_since = None
+
+    async def _idle_until(self, wake: asyncio.Future[Any], died: asyncio.Future[Any], idle_limit: float | None) -> None:
+        """Wait for a follow-up, the browser's death or the idle timeout; a pause stops the idle clock, and a
+        resume starts it again from zero."""
+        pauses = self.pauses
+        while True:
+            pauses.changed.clear()
+            changed = asyncio.ensure_future(pauses.changed.wait())
+            try:
+                done, _ = await asyncio.wait(
+                    {wake, died, changed},
+                    timeout=None if pauses.active else idle_limit,
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
+            finally:
+                changed.cancel()
+            if wake in done or died in done or changed not in done:
+                return
 
     def _end_wake(self, release: Release) -> None:
         """Close the follow-up door with ``release`` unless a follow-up or an earlier release got there first."""

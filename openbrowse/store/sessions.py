@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from openbrowse.store.db import Database
 
-_JSON_COLUMNS = {"output", "output_schema", "sensitive_data"}
+_JSON_COLUMNS = {"output", "output_schema", "sensitive_data", "pause"}
 _BOOL_COLUMNS = {"keep_alive", "browser_live"}
 _DECIMAL_COLUMNS = {"max_cost_usd", "allowance_usd", "llm_cost_usd", "captcha_cost_usd"}
 _COLUMNS = [f.name for f in fields(SessionRecord)]

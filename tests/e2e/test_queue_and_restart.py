@@ -48,6 +48,10 @@ def test_runs_queue_first_come_first_served(start_server: StartServer, fake: Fak
     assert b["status"] == "created" and c["status"] == "created"
     assert queued_note(server, b["id"]) == "Waiting for a free display slot (0 ahead)"
     assert queued_note(server, c["id"]) == "Waiting for a free display slot (1 ahead)"
+    b_queue, c_queue = get(server, b["id"])["queue"], get(server, c["id"])["queue"]
+    assert (b_queue["position"], c_queue["position"]) == (1, 2) and b_queue["queuedAt"] <= c_queue["queuedAt"]
+    assert b_queue["etaSeconds"] is None, "no turn has finished yet: nothing to estimate from"
+    assert get(server, a["id"])["queue"] is None
     details = httpx.get(f"{server.base_url}/health/details").json()
     assert details["queuedSessions"] == 2 and details["activeSessions"] == 1
 

@@ -16,6 +16,7 @@ from openbrowse.agent.tools.run_code import register_run_code
 from openbrowse.agent.tools.solve_captcha import register_solve_captcha
 from openbrowse.agent.tools.tab_fanout import register_tab_fanout
 from openbrowse.agent.tools.upload_file import install_confined_upload
+from openbrowse.agent.tools.wait_for_human import register_wait_for_human
 
 if TYPE_CHECKING:
     from browser_use import Tools
@@ -41,6 +42,8 @@ def register_tools(
     register_run_code(tools, ctx)
     if ctx.captcha is not None:
         register_solve_captcha(tools, ctx, ctx.captcha)
+    if ctx.ask_for_human is not None:
+        register_wait_for_human(tools, ctx.ask_for_human)
     for register in before_guard:
         register(tools)
     return install_guard(tools, ctx.files_dir)

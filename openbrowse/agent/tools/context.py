@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +45,8 @@ class ToolContext:
     """The session's script host (spec §11.3, §24.1): ``run_code_file`` runs there, never in this process."""
     browser_folders: BrowserFolders | None = None
     """The slot's ``uploads/`` and ``downloads/``, the only files its Chromium sees (``upload_file``, §24.6)."""
+    ask_for_human: Callable[[str], Awaitable[None]] | None = None
+    """Pauses the session for a person (``wait_for_human``, spec §21.5); None where no one could take over."""
 
     async def event(self, category: EventCategory, action: str, summary: str, **data: Any) -> None:
         await self.sink.append(self.session_id, FeedEntry.event(category, action, summary, **data))

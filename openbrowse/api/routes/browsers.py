@@ -9,6 +9,10 @@ the API key:
   the proxied socket, for clients given the http form (browser-use, Puppeteer's ``browserURL``).
 
 A CDP client connected through the socket keeps the browser from idling out (spec §21.1).
+
+``POST /v3/browsers/{id}/pause`` and ``/resume`` hand the browser to a person and back (spec §21.5). Resume sits on
+``hand_back_router``: besides the API key it takes the browser's open takeover token as a Bearer token, so the
+viewer page opened from ``takeoverUrl`` can hand the browser back.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from openbrowse.api.browser_schemas import (
     BrowserTokenView,
     BrowserView,
     CreateBrowserBody,
+    IssueTokenBody,
     UpdateBrowserBody,
     browser_view,
     proxied_cdp_url,
@@ -39,6 +44,7 @@ from openbrowse.api.cdp_filter import download_behavior_message, screen_client_m
 from openbrowse.api.deps import ApiKey, AuthenticatorDep, BrowsersDep, LoopbackHttpDep, SettingsDep
 from openbrowse.api.errors import auth_refusal
 from openbrowse.api.openapi_docs import error_responses, request_body
+from openbrowse.api.pause_schemas import PauseBody, ResumeBody, require_key_or_takeover
 from openbrowse.api.resource_auth import CDP_SUBPROTOCOL, presented_cdp_token, require_cdp_access
 from openbrowse.api.schemas import MAX_PAGE
 from openbrowse.api.ws_bridge import CLOSE_UNAVAILABLE, bridge, close_quietly, deny_websocket, offered_subprotocol
@@ -54,6 +60,7 @@ router = APIRouter(
     prefix="/browsers", tags=["browsers"], dependencies=[ApiKey], responses=error_responses(401, 422, 429)
 )
 cdp_router = APIRouter(prefix="/browsers", tags=["browsers"], responses=error_responses(401, 404, 422, 429))
+hand_back_router = APIRouter(prefix="/browsers", tags=["browsers"], responses=error_responses(401, 404, 422, 429))
 _UNKNOWN_ID = error_responses(404)
 
 logger = logging.getLogger(__name__)
@@ -85,6 +92,8 @@ def _view(
         settings=settings,
         queue=browsers.queue(record),
         token=token,
+        pause=browsers.pause_of(record),
+        takeover_url=browsers.takeover_url(record),
     )
 
 
@@ -186,6 +195,7 @@ async def update_browser(
     response_model=BrowserTokenView,
     response_model_by_alias=True,
     responses=_UNKNOWN_ID,
+    openapi_extra=request_body(IssueTokenBody, required=False),
 )
 async def issue_browser_token(
     browser_id: str, request: Request, browsers: BrowsersDep, settings: SettingsDep
@@ -199,6 +209,40 @@ async def issue_browser_token(
     return BrowserTokenView(
         id=browser_id, token=token.value, token_expires_at=to_wire(token.expires_at), cdp_url=cdp_url
     )
+
+
+@router.post(
+    "/{browser_id}/pause",
+    response_model=BrowserView,
+    response_model_by_alias=True,
+    responses=_UNKNOWN_ID,
+    openapi_extra=request_body(PauseBody),
+)
+async def pause_browser(browser_id: str, request: Request, browsers: BrowsersDep, settings: SettingsDep) -> BrowserView:
+    """Hand a live browser to a person: ``state`` becomes ``paused``, its idle clock stops, and ``takeoverUrl``
+    opens its live view with input enabled for that link alone. Idempotent; a stopped or queued browser: 422
+    ``session_not_pausable``."""
+    await browsers.get(browser_id)  # 404 before judging the body
+    body = await parse_body(request, PauseBody)
+    return _view(await browsers.pause(browser_id, body.reason), request, browsers, settings)
+
+
+@hand_back_router.post(
+    "/{browser_id}/resume",
+    response_model=BrowserView,
+    response_model_by_alias=True,
+    responses=_UNKNOWN_ID,
+    openapi_extra=request_body(ResumeBody),
+)
+async def resume_browser(
+    browser_id: str, request: Request, browsers: BrowsersDep, settings: SettingsDep
+) -> BrowserView:
+    """End the pause: the takeover link turns view-only at once. Takes the API key or the browser's takeover token
+    (``Authorization: Bearer``). Not paused: 422 ``session_not_paused``."""
+    require_key_or_takeover(request, browser_id)
+    await browsers.get(browser_id)
+    body = await parse_body(request, ResumeBody)
+    return _view(await browsers.resume(browser_id, body.note), request, browsers, settings)
 
 
 @cdp_router.websocket("/{browser_id}/cdp")

@@ -5,6 +5,18 @@ these routes. Auth is ``require_viewer`` (API key, the id's view token as ``?tok
 credentials or login cookie from this server's own pages only, spec §25.2), except ``POST /control``, which
 takes the API key or the dashboard's credentials only.
 
+Input is decided per connection (spec §21.5, :mod:`openbrowse.api.vnc_input`): the bridge forwards a viewer's key,
+pointer and clipboard messages only while the connection may control, asked again for every such message:
+
+* a connection that presented the target's open takeover token (``?takeover=``, from ``takeoverUrl``) at connect
+  time, for as long as that token stays open (a resume closes it);
+* a connection made with the API key or the dashboard's credentials while ``POST /control {enabled: true}`` holds
+  for the target (an operator's switch; a resume does not touch it).
+
+A plain ``liveUrl`` viewer (view token only) never sends input; with auth off every connection counts as a key
+holder. The bridge is the gate: x11vnc's own ``-viewonly`` is lifted when a connection that may control arrives and
+put back only by ``POST /control {enabled: false}`` while no takeover is open.
+
 Why assets can carry the token in their **path** (``/vnc/{id}/_t/{token}/core/rfb.js``): noVNC is a tree of ES
 modules whose imports are relative (``./util/logging.js``, ``../vendor/pako/…``). A ``?token=`` on the first
 import is not carried to those, and cookies are no way out in the case that matters (a cross-origin iframe over
@@ -17,6 +29,7 @@ request is proxied to the slot's websockify.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -28,7 +41,7 @@ from starlette.exceptions import HTTPException
 
 from openbrowse.api.auth import AuthFailed, AuthThrottled, CrossSiteCredentials, view_token
 from openbrowse.api.body import parse_body
-from openbrowse.api.deps import AuthenticatorDep, LiveTargetsDep, LoopbackHttpDep, SettingsDep
+from openbrowse.api.deps import AuthenticatorDep, LiveTargetsDep, LoopbackHttpDep, SettingsDep, TakeoversDep
 from openbrowse.api.errors import auth_refusal
 from openbrowse.api.live_page import (
     ASSET_HEADERS,
@@ -40,10 +53,12 @@ from openbrowse.api.live_page import (
 from openbrowse.api.openapi_docs import error_responses, request_body
 from openbrowse.api.resource_auth import require_path_token
 from openbrowse.api.schemas import WireModel
+from openbrowse.api.vnc_input import RfbClientStream, vnc_screen
 from openbrowse.api.ws_bridge import CLOSE_UNAVAILABLE, bridge, close_quietly, deny_websocket, offered_subprotocol
 from openbrowse.errors import NotFound, OpenBrowseError
 from openbrowse.sessions.live import LiveTarget
 from openbrowse.sessions.runtime import LiveSlot
+from openbrowse.sessions.takeover import TakeoverTokens
 
 router = APIRouter(prefix="/vnc", tags=["live view"], responses=error_responses(401, 404, 422, 429))
 
@@ -70,6 +85,11 @@ class ControlBody(WireModel):
 
 class ControlView(WireModel):
     view_only: bool
+    """Whether connections made with the API key or the dashboard's credentials are view-only."""
+
+
+TAKEOVER_PARAM = "takeover"
+_RESUME_PATHS = {"session": "/v3/sessions/{id}/resume", "browser": "/v3/browsers/{id}/resume"}
 
 
 def _slot_of(target: LiveTarget) -> LiveSlot:
@@ -80,9 +100,15 @@ def _slot_of(target: LiveTarget) -> LiveSlot:
 
 @router.get("/{target_id}/view", response_class=HTMLResponse)
 async def view(
-    target_id: str, request: Request, targets: LiveTargetsDep, auth: AuthenticatorDep, settings: SettingsDep
+    target_id: str,
+    request: Request,
+    targets: LiveTargetsDep,
+    auth: AuthenticatorDep,
+    settings: SettingsDep,
+    takeovers: TakeoversDep,
 ) -> HTMLResponse:
-    """The viewer page; a page saying there is nothing to watch when no browser of the id is up."""
+    """The viewer page; a page saying there is nothing to watch when no browser of the id is up. Opened with the
+    target's open takeover token it sends input and offers "Hand back to agent"."""
     auth.require_viewer(request, target_id)
     target = await targets.resolve(target_id)
     if target.slot is None:
@@ -93,8 +119,13 @@ async def view(
         return HTMLResponse(page, headers=NO_BROWSER_HEADERS)
     token = view_token(settings.API_KEY or "", target_id) if settings.auth_enabled else None
     client_url = f"./{TOKEN_PREFIX}{token}/core/rfb.js" if token else "./core/rfb.js"
+    takeover = takeovers.allows(target_id, request.query_params.get(TAKEOVER_PARAM))
     page = viewer_page(
-        target_id=target_id, client_url=client_url, default_path=f"vnc/{target_id}/websockify", token=token
+        target_id=target_id,
+        client_url=client_url,
+        default_path=f"vnc/{target_id}/websockify",
+        token=token,
+        resume_path=_RESUME_PATHS[target.kind].format(id=quote(target_id, safe="")) if takeover else None,
     )
     return HTMLResponse(page, headers=VIEWER_HEADERS)
 
@@ -106,23 +137,49 @@ async def view(
     responses=error_responses(422, 502),
     openapi_extra=request_body(ControlBody),
 )
-async def control(target_id: str, request: Request, targets: LiveTargetsDep, auth: AuthenticatorDep) -> ControlView:
-    """Let live viewers also control the browser (``enabled: true``) or only watch it (the default)."""
+async def control(
+    target_id: str, request: Request, targets: LiveTargetsDep, auth: AuthenticatorDep, takeovers: TakeoversDep
+) -> ControlView:
+    """Let live viewers who connected with the API key or the dashboard's credentials also control the browser
+    (``enabled: true``), or only watch it (the default). Viewers on ``liveUrl`` stay view-only either way."""
     auth.require_viewer(request, None)  # no resource id: the view token does not grant control
     body = await parse_body(request, ControlBody)
     slot = _slot_of(await targets.resolve(target_id))
+    takeovers.set_key_holder_control(target_id, body.enabled)
     try:
-        await slot.set_view_only(not body.enabled)
+        await _lift_view_only(slot, needed=body.enabled or takeovers.is_open(target_id))
     except _VNC_ERRORS as exc:
         logger.warning("Live view mode could not be switched: %s", exc)
         raise HTTPException(502, "The live view mode could not be switched") from exc
-    return ControlView(view_only=slot.view_only)
+    return ControlView(view_only=not body.enabled)
+
+
+async def _lift_view_only(slot: LiveSlot, *, needed: bool) -> None:
+    """Switch x11vnc's own view-only mode to match ``needed`` (the bridge decides whose input passes)."""
+    if slot.view_only == needed:
+        await slot.set_view_only(not needed)
+
+
+def _input_gate(
+    takeovers: TakeoverTokens, target_id: str, takeover: str | None, key_holder: bool
+) -> Callable[[], bool]:
+    """Whether this connection may send input right now (asked for every input message)."""
+
+    def may_input() -> bool:
+        if takeover is not None and takeovers.allows(target_id, takeover):
+            return True
+        return key_holder and takeovers.key_holder_control(target_id)
+
+    return may_input
 
 
 @router.websocket("/{target_id}/websockify")
-async def websockify(websocket: WebSocket, target_id: str, targets: LiveTargetsDep, auth: AuthenticatorDep) -> None:
-    """VNC bytes, bridged to the slot's websockify. Bad credentials: the handshake is refused (401/429);
-    nothing to show: accepted, then closed 1011."""
+async def websockify(
+    websocket: WebSocket, target_id: str, targets: LiveTargetsDep, auth: AuthenticatorDep, takeovers: TakeoversDep
+) -> None:
+    """VNC bytes, bridged to the slot's websockify; input only from a connection that may control (see the module
+    docstring). Bad credentials: the handshake is refused (401/429); nothing to show: accepted, then closed 1011;
+    a client stream the bridge cannot follow: closed 1008."""
     try:
         auth.require_viewer(websocket, target_id)
     except (AuthFailed, AuthThrottled) as exc:
@@ -132,8 +189,13 @@ async def websockify(websocket: WebSocket, target_id: str, targets: LiveTargetsD
         await deny_websocket(websocket, JSONResponse({"detail": exc.detail}, status_code=exc.status_code))
         return
     await websocket.accept(subprotocol=offered_subprotocol(websocket, "binary"))
+    presented = websocket.query_params.get(TAKEOVER_PARAM)
+    takeover = presented if takeovers.allows(target_id, presented) else None  # judged at connect time, and again
+    may_input = _input_gate(takeovers, target_id, takeover, auth.holds_key_or_login(websocket))
     try:
         slot = _slot_of(await targets.resolve(target_id))
+        if may_input():
+            await _lift_view_only(slot, needed=True)
         ticket = await slot.add_viewer()  # starts the VNC side if nobody was watching
     except NotFound as exc:
         await close_quietly(websocket, CLOSE_UNAVAILABLE, exc.message)
@@ -144,7 +206,14 @@ async def websockify(websocket: WebSocket, target_id: str, targets: LiveTargetsD
         return
     try:
         # carries the slot's websockify secret
-        await bridge(websocket, slot.novnc_ws_url, max_message=VNC_MAX_MESSAGE, subprotocol="binary")
+        stream = RfbClientStream(may_input, on_input=lambda: takeovers.note_input(target_id))
+        await bridge(
+            websocket,
+            slot.novnc_ws_url,
+            max_message=VNC_MAX_MESSAGE,
+            subprotocol="binary",
+            screen=vnc_screen(stream),
+        )
     finally:
         slot.remove_viewer(ticket)  # the last viewer out stops the VNC side after a grace period
 

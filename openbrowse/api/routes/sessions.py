@@ -9,10 +9,13 @@ from fastapi import APIRouter, Query, Request, Response
 from openbrowse.api.body import parse_body
 from openbrowse.api.deps import ApiKey, ManagerDep
 from openbrowse.api.openapi_docs import error_responses, request_body
+from openbrowse.api.pause_schemas import require_key_or_takeover
 from openbrowse.api.schemas import (
     MAX_PAGE,
     CreateSessionBody,
     MessageListView,
+    PauseSessionBody,
+    ResumeSessionBody,
     SessionListView,
     SessionView,
     StopSessionBody,
@@ -22,7 +25,7 @@ from openbrowse.api.schemas import (
     session_view,
 )
 from openbrowse.domain.ids import SessionId
-from openbrowse.domain.sessions import StopStrategy
+from openbrowse.domain.sessions import SessionRecord, StopStrategy
 from openbrowse.sessions.manager import SessionManager
 from openbrowse.sessions.requests import SessionCreate
 
@@ -75,7 +78,7 @@ async def create_session(request: Request, manager: ManagerDep) -> SessionView:
     """Create a session (optionally dispatching a task), or send a follow-up with ``sessionId``."""
     body = await parse_body(request, CreateSessionBody)
     record = await manager.create(to_session_create(body))
-    return session_view(record)
+    return view_of(manager, record)
 
 
 @router.get("", response_model=SessionListView, response_model_by_alias=True)
@@ -86,8 +89,20 @@ async def list_sessions(
 ) -> SessionListView:
     records, total = await manager.page(page, page_size)
     return SessionListView(
-        sessions=[session_view(record) for record in records], total=total, page=page, page_size=page_size
+        sessions=[view_of(manager, record) for record in records], total=total, page=page, page_size=page_size
     )
+
+
+def takeover_url(manager: SessionManager, record: SessionRecord) -> str | None:
+    """The live view with input for its holder alone, while a person has taken over (spec §21.5)."""
+    token = manager.takeover_token(record.id) if record.pause is not None else None
+    if not token or not record.live_url:
+        return None
+    return f"{record.live_url}&takeover={token}"
+
+
+def view_of(manager: SessionManager, record: SessionRecord) -> SessionView:
+    return session_view(record, takeover_url(manager, record), manager.queue_of(record))
 
 
 @router.get("/{session_id}", response_model=SessionView, response_model_by_alias=True, responses=_UNKNOWN_ID)
@@ -96,7 +111,40 @@ async def get_session(session_id: str, request: Request) -> Response:
     # again against the response model, and the manager is read from the app's state, not solved as a
     # dependency. The bytes are those the declared model produces (tests/unit/api/test_session_json.py).
     manager: SessionManager = request.app.state.manager
-    return Response(session_json(await manager.get(session_id)), media_type="application/json")
+    record = await manager.get(session_id)
+    body = session_json(record, takeover_url(manager, record), manager.queue_of(record))
+    return Response(body, media_type="application/json")
+
+
+@router.post(
+    "/{session_id}/pause",
+    response_model=SessionView,
+    response_model_by_alias=True,
+    responses=_UNKNOWN_ID,
+    openapi_extra=request_body(PauseSessionBody, required=False),
+)
+async def pause_session(session_id: str, request: Request, manager: ManagerDep) -> SessionView:
+    """A person takes over: the agent stops at its next safe point and waits (spec §21.5)."""
+    body = await parse_body(request, PauseSessionBody)
+    return view_of(manager, await manager.pause(SessionId(session_id), body.reason))
+
+
+hand_back_router = APIRouter(prefix="/sessions", tags=["sessions"], responses=error_responses(401, 422, 429))
+"""``resume`` takes the API key or the session's open takeover token (the viewer's "Hand back" button)."""
+
+
+@hand_back_router.post(
+    "/{session_id}/resume",
+    response_model=SessionView,
+    response_model_by_alias=True,
+    responses=_UNKNOWN_ID,
+    openapi_extra=request_body(ResumeSessionBody, required=False),
+)
+async def resume_session(session_id: str, request: Request, manager: ManagerDep) -> SessionView:
+    """Hand back to the agent; ``note`` reaches its next step (spec §21.5)."""
+    require_key_or_takeover(request, session_id)
+    body = await parse_body(request, ResumeSessionBody)
+    return view_of(manager, await manager.resume(SessionId(session_id), body.note))
 
 
 @router.post(
@@ -109,7 +157,7 @@ async def get_session(session_id: str, request: Request) -> Response:
 async def stop_session(session_id: str, request: Request, manager: ManagerDep) -> SessionView:
     body = await parse_body(request, StopSessionBody)
     record = await manager.stop(SessionId(session_id), StopStrategy(body.strategy))
-    return session_view(record)
+    return view_of(manager, record)
 
 
 @router.patch(

@@ -64,3 +64,25 @@ async def test_a_dead_browser_is_lost_or_over_its_memory() -> None:
     lifetime = Lifetime(idle_seconds=5, ends_at=time.monotonic() + 10)
     assert await watch(lifetime, BrowserActivity(), died=crashed) is BrowserStopReason.BROWSER_EXITED
     assert await watch(lifetime, BrowserActivity(), died=over_memory) is BrowserStopReason.MEMORY_LIMIT
+
+
+async def test_a_pause_stops_the_idle_clock_until_the_resume() -> None:
+    activity = BrowserActivity()
+    activity.paused = True
+    started = time.monotonic()
+
+    def resume() -> None:
+        activity.paused = False
+        activity.touch()
+
+    asyncio.get_running_loop().call_later(0.5, resume)
+    reason = await watch(Lifetime(idle_seconds=0.2, ends_at=started + 10), activity)
+    assert reason is BrowserStopReason.IDLE_TIMEOUT and 0.7 <= time.monotonic() - started < 1.5
+
+
+async def test_a_paused_browser_still_reaches_its_maximum_age() -> None:
+    activity = BrowserActivity()
+    activity.paused = True
+    started = time.monotonic()
+    reason = await watch(Lifetime(idle_seconds=0.1, ends_at=started + 0.4), activity)
+    assert reason is BrowserStopReason.TIMEOUT and time.monotonic() - started >= 0.4

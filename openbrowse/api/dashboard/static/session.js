@@ -1,4 +1,4 @@
-// Session page: live view, feed cards, code tab, output, stop buttons and follow-ups, kept live.
+// Session page: live view, feed cards, code tab, output, stop, pause and hand-back buttons and follow-ups, kept live.
 //
 // Live updates come from the event stream (GET /v3/sessions/{id}/events, spec §4.8) when the server has it.
 // When it answers with an error before ever opening (404/405 on a server without it), the page falls back to
@@ -11,6 +11,7 @@ import { renderOutput } from "./output.js";
 const POLL_MS = 1000;
 const IDLE_POLL_MS = 3000;
 const FOLLOW_UP_AFTER_STOP = new Set(["stopped", "timed_out", "error"]);
+const PAUSE_ACTIONS = new Set(["pause", "resume", "pauseExpired"]);
 
 const body = document.body;
 const sessionId = body.dataset.sessionId;
@@ -42,6 +43,7 @@ function showSession(next) {
   const acceptsFollowUp =
     session.status === "idle" || (session.keepAlive && FOLLOW_UP_AFTER_STOP.has(session.status));
   $("follow-up").hidden = !acceptsFollowUp;
+  showPause();
   showLive(session.liveUrl);
   if (TERMINAL.has(session.status)) showActivity(null);
   else if ("activity" in next) showActivity(next.activity);
@@ -50,6 +52,26 @@ function showSession(next) {
     outputShown = outputKey;
     renderOutput($("output"), session.output, sessionId);
   }
+}
+
+// A person's takeover (spec §21.5): Pause while the agent runs or a parked browser is up; while paused, Take over
+// (the takeover link, with input) and Hand back.
+function showPause() {
+  const pause = session.pause || null;
+  const pausable = session.status === "running" || (session.status === "idle" && session.browserLive);
+  $("pause").hidden = Boolean(pause) || !pausable;
+  $("hand-back").hidden = !pause;
+  const takeOver = $("take-over");
+  takeOver.hidden = !(pause && session.takeoverUrl);
+  if (pause && session.takeoverUrl) takeOver.href = session.takeoverUrl;
+  else takeOver.removeAttribute("href");
+  const state = $("pause-state");
+  state.hidden = !pause;
+  body.dataset.pause = pause ? pause.state : "";
+  if (!pause) return;
+  const who = pause.by === "agent" ? "The agent asked for a person" : "Paused for a person";
+  const waiting = pause.state === "pausing" ? " (waiting for the agent to stop)" : "";
+  state.textContent = `${who}${pause.reason ? `: ${pause.reason}` : ""}${waiting}`;
 }
 
 function showOutcome() {
@@ -120,7 +142,19 @@ function addMessage(message) {
   if (atBottom) panel.scrollTop = panel.scrollHeight;
   const code = codeFromMessage(message);
   if (code) showCode(code);
+  if (changesPause(message) && session) api(base).then(showSession, (error) => console.warn(error));
   body.dataset.messages = String(seen.size);
+}
+
+// A pause or resume leaves the status as it was, so the status event does not say so: read the session again.
+function changesPause(message) {
+  if (message.type !== "event" || !message.data) return false;
+  try {
+    const data = JSON.parse(message.data);
+    return data && data.category === "system" && PAUSE_ACTIONS.has(data.action);
+  } catch {
+    return false;
+  }
 }
 
 async function drainMessages() {
@@ -215,6 +249,15 @@ async function stop(strategy) {
   }
 }
 
+async function pauseOrResume(action) {
+  $("action-error").textContent = "";
+  try {
+    showSession(await api(`${base}/${action}`, { method: "POST", body: {} }));
+  } catch (error) {
+    $("action-error").textContent = error.message;
+  }
+}
+
 async function followUp(event) {
   event.preventDefault();
   const task = $("follow-up-task").value.trim();
@@ -245,6 +288,8 @@ async function start() {
   for (const tab of document.querySelectorAll("[role=tab]")) tab.addEventListener("click", () => selectTab(tab.dataset.tab));
   $("stop-task").addEventListener("click", () => stop("task"));
   $("stop-session").addEventListener("click", () => stop("session"));
+  $("pause").addEventListener("click", () => pauseOrResume("pause"));
+  $("hand-back").addEventListener("click", () => pauseOrResume("resume"));
   $("follow-up").addEventListener("submit", followUp);
   showSession(await api(base));
   await drainMessages();
