@@ -39,6 +39,7 @@ BENCHMARKS = {
     "isolation": "Cost of isolation (against b71b64c)",
     "burst": "A burst of 2,000 creates against a one-slot server: /health and the dashboard meanwhile",
     "control": "Control API (snapshot, act click, a 20-action batch) against bare Playwright on the same browser",
+    "browser_lifecycle": "Raw-browser lifecycle: create, connect, goto, release (BrowserArena style)",
 }
 TITLES: dict[str, str] = {}
 PLACEHOLDERS: dict[str, str] = {}

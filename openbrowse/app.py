@@ -11,16 +11,18 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
 from openbrowse import __version__
-from openbrowse.api.auth import Authenticator, view_token
+from openbrowse.api.auth import Authenticator
 from openbrowse.api.body_limit import BodyLimit
 from openbrowse.api.dashboard import install_dashboard
 from openbrowse.api.docs_page import install_docs
 from openbrowse.api.errors import install_error_handlers
+from openbrowse.api.mcp_endpoint import install_mcp, mcp_lifespan
 from openbrowse.api.openapi_docs import GUARDED, finish_openapi
 from openbrowse.api.origin_guard import BrowserGuard, OriginPolicy
 from openbrowse.api.routes import browsers, codeview, events, health, live, profiles, sessions
 from openbrowse.api.routes.control import install_control_routes
 from openbrowse.api.stream_places import StreamPlaces
+from openbrowse.api.view_tokens import ViewTokens
 from openbrowse.bootstrap import empty_temp_dir, prepare_process_environment
 from openbrowse.config import Settings
 from openbrowse.domain.sessions import SessionRecord
@@ -35,6 +37,7 @@ from openbrowse.sessions.admission import QueueAdmission
 from openbrowse.sessions.browsers import BrowserService
 from openbrowse.sessions.control import ControlService
 from openbrowse.sessions.live import LiveTargets
+from openbrowse.sessions.maintenance import Maintenance
 from openbrowse.sessions.manager import SessionManager
 from openbrowse.sessions.runtime import EngineLoader, WorkerRuntime
 from openbrowse.sessions.takeover import TakeoverTokens
@@ -57,17 +60,19 @@ def _check_default_model(settings: Settings) -> None:
             raise ConfigError(f"DEFAULT_MODEL: {exc.message}") from exc
 
 
-def live_url_for(settings: Settings, target_id: str) -> str:
-    """The live-view path of a session or raw browser, with its view token when auth is on (spec §4.10)."""
+def live_url_for(settings: Settings, tokens: ViewTokens, target_id: str, *, fresh: bool = False) -> str:
+    """The live-view path of a session or raw browser, with its view token when auth is on (spec §4.10, §21.4).
+
+    ``fresh``: a new browser came up for this id, so it gets a new token (the old one stops working)."""
     url = f"/vnc/{target_id}/view?path=vnc/{target_id}/websockify"
     if settings.auth_enabled:
-        url += f"&token={view_token(settings.API_KEY or '', target_id)}"
+        url += f"&token={tokens.issue(target_id) if fresh else tokens.current(target_id)}"
     return url
 
 
-def takeover_url_for(settings: Settings, target_id: str, token: str) -> str:
+def takeover_url_for(settings: Settings, tokens: ViewTokens, target_id: str, token: str) -> str:
     """The live view with input enabled for this link alone (spec §21.5): ``liveUrl`` plus ``takeover=<token>``."""
-    return f"{live_url_for(settings, target_id)}&takeover={token}"
+    return f"{live_url_for(settings, tokens, target_id)}&takeover={token}"
 
 
 def never_started_problem(settings: Settings, record: SessionRecord) -> str | None:
@@ -113,7 +118,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 pool=pool,
                 make_engine=engines.make,
                 never_started_problem=lambda record: never_started_problem(settings, record),
-                live_url=lambda session_id: live_url_for(settings, session_id),
+                live_url=lambda session_id: live_url_for(settings, view_tokens, session_id, fresh=True),
                 engine_ready=engines.ready,
             )
             admission = QueueAdmission(settings.MAX_QUEUED, pool)
@@ -124,13 +129,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 BrowserRepo(db),
                 profile_service,
                 pool,
-                live_url=lambda browser_id: live_url_for(settings, browser_id),
+                live_url=lambda browser_id: live_url_for(settings, view_tokens, browser_id),
                 files_dir=settings.data_dir / "browsers",
                 admission=admission,
                 takeovers=takeovers,
-                takeover_url=lambda browser_id, token: takeover_url_for(settings, browser_id, token),
+                takeover_url=lambda browser_id, token: takeover_url_for(settings, view_tokens, browser_id, token),
             )
             app.state.browsers = await stack.enter_async_context(raw_browsers)
+            maintenance.bind(manager, raw_browsers, activity.touch_all)
+            stack.push_async_callback(maintenance.aclose)  # a drain in progress ends before what it drains closes
             app.state.live_targets = LiveTargets(manager, raw_browsers)
             controls = ControlService(settings, manager, raw_browsers, feed_repo)
             app.state.controls = await stack.enter_async_context(controls)
@@ -140,13 +147,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.loopback_http = await stack.enter_async_context(
                 httpx.AsyncClient(timeout=LOOPBACK_TIMEOUT, trust_env=False)
             )
+            await stack.enter_async_context(mcp_lifespan(app.state.mcp))  # closed first: its tools use the rest
             yield
 
     app = FastAPI(title="OpenBrowse", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.settings = settings
-    app.state.authenticator = Authenticator(settings)
+    view_tokens = app.state.view_tokens = ViewTokens()  # the tokens in liveUrl (spec §21.4)
+    app.state.authenticator = authenticator = Authenticator(settings, view_tokens=view_tokens)
+    maintenance = app.state.maintenance = Maintenance(settings.SHUTDOWN_GRACE_S)  # SIGTERM drains (spec §21.6)
     takeovers = app.state.takeovers = TakeoverTokens()  # who may send input to a live view (spec §21.5)
+    authenticator.takeover_allows = takeovers.allows  # a takeover link also lets its holder watch
     app.state.event_streams = StreamPlaces(settings.EVENTS_MAX_STREAMS_PER_SESSION, settings.EVENTS_MAX_STREAMS)
+    app.state.notice_streams = StreamPlaces(settings.EVENTS_MAX_STREAMS_PER_SESSION, settings.EVENTS_MAX_STREAMS)
     app.add_middleware(BodyLimit)  # innermost of the three: refused bodies still get CORS headers (spec §25.1)
     policy = OriginPolicy.from_settings(settings)
     if policy.cors_origins:
@@ -172,6 +184,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for v3_router in (*v3_routers, profiles.router):
         app.include_router(v3_router, prefix="/v3", responses=GUARDED)
     install_control_routes(app)
+    install_mcp(app)
     app.include_router(live.router, responses=GUARDED)
     app.include_router(codeview.router, responses=GUARDED)
     install_dashboard(app, models=sorted(MODELS), efforts=EFFORTS)

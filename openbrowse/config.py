@@ -138,6 +138,9 @@ class Settings(BaseSettings):
     """Holes in ``public-only``: host names with ``*`` wildcards, IP literals or CIDR blocks, comma-separated.
     Distinct from ``ALLOWED_HOSTS`` (the HTTP ``Host`` allow-list)."""
 
+    SHUTDOWN_GRACE_S: float = Field(default=20, ge=0)
+    """Seconds from a SIGTERM to the end of the sessions and raw browsers still running (``endReason:
+    maintenance``); viewers and event streams are warned when the drain starts (spec §21.6)."""
     PAUSE_TIMEOUT: int = Field(default=900, ge=0)
     """Seconds a paused session waits for its person after their last input before the agent resumes by itself
     (``pauseExpired``, spec §21.5); 0 = wait for ever."""

@@ -2,19 +2,51 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import signal
+import socket
+from types import FrameType
 
 import uvicorn
 
 from openbrowse.api.routes.browsers import CDP_MAX_MESSAGE
 from openbrowse.app import create_app
 from openbrowse.config import Settings, is_loopback
+from openbrowse.sessions.maintenance import Maintenance
 
 logger = logging.getLogger("openbrowse")
 
 WS_MAX_SIZE = CDP_MAX_MESSAGE
 """Largest WebSocket message uvicorn reads for any route (its default is 16 MiB): the CDP route's limit, the
 largest. Each route applies its own, smaller or equal, limit (``bridge(max_message=…)``)."""
+
+
+class DrainingServer(uvicorn.Server):
+    """uvicorn, except that a first SIGTERM drains for maintenance (spec §21.6) while requests are still served,
+    and only then shuts down as uvicorn does. SIGINT, or a second signal during the drain, stops at once."""
+
+    def __init__(self, config: uvicorn.Config, maintenance: Maintenance) -> None:
+        super().__init__(config)
+        self._maintenance = maintenance
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._draining = False
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        self._loop = asyncio.get_running_loop()
+        await super().serve(sockets)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if sig == signal.SIGTERM and not self._draining and not self.should_exit and self._loop is not None:
+            self._draining = True
+            logger.info("SIGTERM: draining for maintenance (another SIGTERM or SIGINT stops at once)")
+            self._loop.call_soon_threadsafe(self._maintenance.begin, self._drained)
+            return
+        super().handle_exit(sig, frame)
+
+    def _drained(self) -> None:
+        if not self.should_exit:
+            super().handle_exit(signal.SIGTERM, None)  # uvicorn's own shutdown from here, exit status included
 
 
 def serve(settings: Settings) -> None:
@@ -46,4 +78,4 @@ def serve(settings: Settings) -> None:
         proxy_headers=True,
         forwarded_allow_ips=settings.FORWARDED_ALLOW_IPS or [],  # uvicorn alone would trust 127.0.0.1
     )
-    uvicorn.Server(config).run()
+    DrainingServer(config, app.state.maintenance).run()

@@ -16,7 +16,6 @@ carries them is refused 403 before the password is looked at, and is not counted
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac
 import ipaddress
 import math
@@ -30,6 +29,7 @@ from starlette.requests import HTTPConnection
 
 from openbrowse.api.login_sessions import LoginSessions, cookie_name
 from openbrowse.api.origin_guard import normalize_origin, own_origin
+from openbrowse.api.view_tokens import ViewTokens
 from openbrowse.config import Settings
 
 FREE_FAILURES = 5
@@ -181,21 +181,23 @@ def constant_time_equal(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode("utf-8"), b.encode("utf-8"))
 
 
-def view_token(api_key: str, resource_id: str) -> str:
-    """Per-session (or per-browser) token: hex HMAC-SHA256 of the id keyed with API_KEY, first 32 chars."""
-    return hmac.new(api_key.encode("utf-8"), resource_id.encode("utf-8"), hashlib.sha256).hexdigest()[:32]
-
-
 class Authenticator:
     """Decides whether a request may pass. One instance per app; the throttle and the dashboard's logins live here
     (in memory)."""
 
     def __init__(
-        self, settings: Settings, throttle: FailureThrottle | None = None, logins: LoginSessions | None = None
+        self,
+        settings: Settings,
+        throttle: FailureThrottle | None = None,
+        logins: LoginSessions | None = None,
+        view_tokens: ViewTokens | None = None,
     ) -> None:
         self._settings = settings
         self.throttle = throttle if throttle is not None else FailureThrottle()
         self.logins = logins if logins is not None else LoginSessions()
+        self.view_tokens = view_tokens if view_tokens is not None else ViewTokens()
+        self.takeover_allows: Callable[[str, str | None], bool] = lambda _target, _token: False
+        """Whether a takeover link's token is open for a target (set by the app): it lets its holder view too."""
 
     @property
     def enabled(self) -> bool:
@@ -225,10 +227,12 @@ class Authenticator:
         return self.logins.valid(self.login_token(conn))
 
     def _token_ok(self, conn: HTTPConnection, resource_id: str | None) -> bool:
-        token = conn.query_params.get("token")
-        if not token or resource_id is None:
+        if resource_id is None:
             return False
-        return constant_time_equal(token, view_token(self._settings.API_KEY or "", resource_id))
+        token = conn.query_params.get("token")
+        if token and self.view_tokens.allows(resource_id, token):
+            return True
+        return self.takeover_allows(resource_id, conn.query_params.get("takeover"))
 
     def _dashboard_credentials_ok(self, conn: HTTPConnection) -> bool:
         """Basic credentials or the login cookie, from this server's own pages only (see the module docstring).

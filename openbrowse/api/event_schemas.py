@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from sse_starlette import ServerSentEvent
 
 from openbrowse.api.schemas import WireModel, message_view
@@ -9,7 +11,14 @@ from openbrowse.domain.activity import Activity, CodeDraft
 from openbrowse.domain.clock import Clock, to_wire, utc_now
 from openbrowse.domain.money import format_usd
 from openbrowse.domain.sessions import SessionRecord
-from openbrowse.sessions.events import ActivityEvent, CodeEvent, MessageEvent, SessionEvent, StatusEvent
+from openbrowse.sessions.events import (
+    ActivityEvent,
+    CodeEvent,
+    MaintenanceEvent,
+    MessageEvent,
+    SessionEvent,
+    StatusEvent,
+)
 
 
 class ActivityView(WireModel):
@@ -95,3 +104,5 @@ def server_sent(event: SessionEvent) -> ServerSentEvent:
             return ServerSentEvent(data=view.model_dump_json(by_alias=True) if view else "null", event="activity")
         case CodeEvent(code):
             return ServerSentEvent(data=code_view(code).model_dump_json(by_alias=True), event="code")
+        case MaintenanceEvent(notice):  # spec §21.6
+            return ServerSentEvent(data=json.dumps(notice.wire()), event="maintenance_warning")

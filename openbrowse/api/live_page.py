@@ -5,6 +5,8 @@ The viewer is one small page, no build step: an inline ES module imports noVNC's
 and without the dot cursor, to ``ws(s)://<host>/<path>`` where ``path`` comes from the page's own query (as in
 ``liveUrl``). Overlays say "Connecting…" until the first frame and "Stream ended" when the socket closes.
 ``document.body.dataset.state`` mirrors that (``connecting``/``connected``/``ended``) for tests and embedders.
+A maintenance drain (spec §21.6) reaches the page on ``./notices`` (server-sent events beside the RFB socket): a
+banner names the local time the browser restarts, and ``document.body.dataset.maintenance`` holds ``endsAt``.
 ``?control=1`` lets the page send input; the server only honours it after ``POST /vnc/{id}/control``, for a viewer
 holding the API key or the dashboard's credentials.
 
@@ -39,6 +41,9 @@ body { font: 16px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: #
 #takeover { position: absolute; top: 0.6em; right: 0.6em; display: flex; gap: 0.6em; align-items: center;
             background: rgba(30, 30, 30, 0.9); padding: 0.4em 0.6em; border-radius: 6px; }
 #takeover[hidden] { display: none; }
+#maintenance { position: absolute; top: 0; left: 0; right: 0; padding: 0.6em 1em; background: #7a4b00; color: #fff;
+               text-align: center; }
+#maintenance[hidden] { display: none; }
 #hand-back { font: inherit; padding: 0.3em 0.9em; border: 0; border-radius: 4px; background: #2f7d4f; color: #fff;
              cursor: pointer; }
 #hand-back:disabled { opacity: 0.6; cursor: default; }
@@ -55,6 +60,29 @@ function show(state, text) {
   document.body.dataset.state = state;
   overlay.textContent = text;
   overlay.hidden = !text;
+}
+watchNotices();
+function watchNotices() {
+  // The VNC socket carries RFB only: server notices come on a small event stream beside it.
+  const url = new URL("./notices", location.href);
+  if (config.token) url.searchParams.set("token", config.token);
+  const source = new EventSource(url.href);
+  source.addEventListener("maintenance_warning", (event) => {
+    let endsAt = null;
+    try {
+      endsAt = JSON.parse(event.data).endsAt;
+    } catch {
+      endsAt = null;
+    }
+    if (typeof endsAt !== "number") return;
+    source.close();
+    const banner = document.getElementById("maintenance");
+    const time = new Date(endsAt).toLocaleTimeString();
+    banner.textContent = `This browser restarts for maintenance at ${time}. ` +
+      "Finish what you are doing, then start a new session.";
+    banner.hidden = false;
+    document.body.dataset.maintenance = String(endsAt);
+  });
 }
 let RFB = null;
 try {
@@ -84,7 +112,10 @@ rfb.resizeSession = false;
 rfb.showDotCursor = false;
 rfb.background = "#1e1e1e";
 rfb.addEventListener("connect", () => show("connected", ""));
-rfb.addEventListener("disconnect", () => show("ended", "Stream ended"));
+rfb.addEventListener("disconnect", () => {
+  const why = document.body.dataset.maintenance ? ": the browser restarted for maintenance." : "";
+  show("ended", "Stream ended" + why);
+});
 rfb.addEventListener("securityfailure", () => show("ended", "Stream ended: the VNC server refused the viewer."));
 rfb.addEventListener("credentialsrequired", () => show("ended", "Stream ended: the VNC server asked for a password."));
 }
@@ -155,6 +186,7 @@ def viewer_page(
         '<div id="screen"></div><div id="overlay" role="status">Connecting…</div>'
         '<div id="takeover" hidden><span id="takeover-status" role="status"></span>'
         '<button type="button" id="hand-back">Hand back to agent</button></div>'
+        '<div id="maintenance" role="alert" hidden></div>'
         f'<script type="application/json" id="live-config">{_json_for_script(config)}</script>'
         f'<script type="module">{_VIEWER_SCRIPT}</script>'
     )

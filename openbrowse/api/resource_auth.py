@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from starlette.requests import HTTPConnection
 
-from openbrowse.api.auth import Authenticator, constant_time_equal, presented_key, view_token
+from openbrowse.api.auth import Authenticator, constant_time_equal, presented_key
 from openbrowse.config import Settings
 from openbrowse.sessions.browsers import BrowserService
 
@@ -37,12 +37,9 @@ def token_matches(presented: str | None, expected: str) -> bool:
     return bool(presented) and constant_time_equal(presented or "", expected)
 
 
-def require_path_token(
-    authenticator: Authenticator, settings: Settings, conn: HTTPConnection, resource_id: str, token: str
-) -> None:
+def require_path_token(authenticator: Authenticator, conn: HTTPConnection, resource_id: str, token: str) -> None:
     """A view token taken from the URL path authorises that resource's live-view routes."""
-    expected = view_token(settings.API_KEY or "", resource_id)
-    authenticator.require(conn, lambda: token_matches(token, expected))
+    authenticator.require(conn, lambda: authenticator.view_tokens.allows(resource_id, token))
 
 
 def _subprotocol_token(conn: HTTPConnection) -> str | None:

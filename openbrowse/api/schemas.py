@@ -12,7 +12,7 @@ from openbrowse.api.output_schema import output_schema_problem
 from openbrowse.domain.clock import to_wire
 from openbrowse.domain.feed import Message
 from openbrowse.domain.money import format_usd
-from openbrowse.domain.sessions import SessionRecord
+from openbrowse.domain.sessions import MAX_MAX_DURATION_MS, MIN_MAX_DURATION_MS, SessionRecord
 
 MAX_PAGE = 1_000_000
 """Largest page number a list accepts: far beyond any real listing, and its offset stays inside SQLite's int64."""
@@ -43,6 +43,8 @@ class CreateSessionBody(WireModel):
     sensitive_data: dict[str, str | dict[str, str]] | None = None
     """Domain-scoped ``{"https://*.example.com": {"name": "value"}}`` (or flat, bound to the task's start URL)."""
     system_prompt_extension: str | None = None
+    max_duration_ms: int | None = Field(default=None, ge=MIN_MAX_DURATION_MS, le=MAX_MAX_DURATION_MS)
+    """The whole session's limit, all turns and parked time, counted from its creation (spec §21.1)."""
 
     @field_validator("max_cost_usd")
     @classmethod
@@ -103,6 +105,7 @@ class SessionView(WireModel):
     thinking_level: str | None
     failure_kind: str | None
     end_reason: str | None = None
+    max_duration_ms: int | None = None
     pause: dict[str, Any] | None = None
     takeover_url: str | None = None
     queue: dict[str, Any] | None = None
@@ -155,6 +158,7 @@ def session_view(
         thinking_level=_EFFORT_TO_THINKING_LEVEL.get(record.reasoning_effort),
         failure_kind=record.failure_kind.value if record.failure_kind else None,
         end_reason=record.end_reason.value if record.end_reason else None,
+        max_duration_ms=record.max_duration_ms,
         pause=record.pause,
         takeover_url=takeover_url if record.pause is not None else None,
         queue=queue,

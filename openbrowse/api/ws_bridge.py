@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from starlette.responses import Response
@@ -39,6 +39,7 @@ __all__ = [
     "CloseConnection",
     "Screened",
     "bridge",
+    "bridge_until",
     "close_quietly",
     "deny_websocket",
     "offered_subprotocol",
@@ -237,3 +238,19 @@ async def _upstream_to_client(upstream: ClientConnection, client: WebSocket, sen
                     await client.send_text(message)
     except (ConnectionClosed, WebSocketDisconnect, WebSocketDisconnected) as exc:
         logger.debug("Bridge upstream→client ended: %r", exc)
+
+
+async def bridge_until(work: Awaitable[None], ended: asyncio.Event | None) -> None:
+    """Run a :func:`bridge` until it ends by itself or ``ended`` is set (its browser was stopped: the bridge is
+    cancelled, which closes both sides)."""
+    if ended is None:
+        await work
+        return
+    job = asyncio.ensure_future(work)
+    cut = asyncio.ensure_future(ended.wait())
+    try:
+        await asyncio.wait({job, cut}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (job, cut):
+            task.cancel()
+        await asyncio.gather(job, cut, return_exceptions=True)

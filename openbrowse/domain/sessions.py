@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any
@@ -12,6 +12,10 @@ from openbrowse.domain.end_reasons import EndReason
 from openbrowse.domain.failures import FailureKind
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.secrets import ScopedSecrets
+
+MIN_MAX_DURATION_MS = 10_000
+MAX_MAX_DURATION_MS = 24 * 3600 * 1000
+"""A session's ``maxDurationMs`` lies within 10 s to 24 h (spec §21.1), as a raw browser's does."""
 
 
 class SessionStatus(StrEnum):
@@ -82,10 +86,23 @@ class SessionRecord:
     pause: dict[str, Any] | None = None
     """While a person has taken over (spec §21.5): ``state``, ``reason``, ``by``, ``requestedAt``, ``pausedAt``,
     ``expiresAt`` as on the wire."""
+    max_duration_ms: int | None = None
+    """The whole session's wall-clock limit from ``created_at`` (spec §21.1); None: no limit."""
 
     @property
     def total_cost_usd(self) -> Decimal:
         return self.llm_cost_usd + self.captcha_cost_usd
+
+    @property
+    def ends_at(self) -> datetime | None:
+        """When the session reaches its ``maxDurationMs`` (wall clock from its creation), or None without one."""
+        if self.max_duration_ms is None:
+            return None
+        return self.created_at + timedelta(milliseconds=self.max_duration_ms)
+
+    def overdue(self, now: datetime) -> bool:
+        ends_at = self.ends_at
+        return ends_at is not None and now >= ends_at
 
     @property
     def is_queued(self) -> bool:

@@ -35,6 +35,11 @@ class ActivityBoard:
         for event in self._wakeups.pop(session_id, ()):
             event.set()
 
+    def touch_all(self) -> None:
+        """Something every stream must show changed (a maintenance warning): wake them all."""
+        for session_id in list(self._wakeups):
+            self.touch(session_id)
+
     @contextlib.contextmanager
     def watching(self, session_id: str) -> Iterator[asyncio.Event]:
         """An event set by the next change of this session; enter it *before* reading. Nothing is kept after."""

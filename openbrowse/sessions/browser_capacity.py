@@ -1,10 +1,10 @@
 """What a raw-browser create does when no display slot is free (spec §21.2).
 
 **Free** means the slot pool would hand out a slot without anyone leaving by their own choice: a free or pre-started
-slot, or one held by a parked keep-alive session that no earlier waiter has claimed yet (the pool evicts it, as
-for an agent run). **Busy** is everything else: a running agent session, another raw browser (live raw browsers are
-never evicted; an abandoned one ends by its idle timeout), a slot being released, or a queue that already has
-callers waiting (a newcomer never overtakes them).
+slot, a slot whose holder already left and whose teardown is under way, or one held by a parked keep-alive session
+that no earlier waiter has claimed yet (the pool evicts it, as for an agent run). **Busy** is everything else: a
+running agent session, another raw browser (live raw browsers are never evicted; an abandoned one ends by its idle
+timeout), or a queue that already has callers waiting (a newcomer never overtakes them).
 
 By default a create with every slot busy is refused at once (429 ``capacity_exceeded``); ``waitForCapacityMs``
 waits that long in the pool's FIFO queue first; ``queueForCapacity`` answers at once with a queued browser that
@@ -30,8 +30,9 @@ __all__ = [
     "estimate_eta",
 ]
 
-START_GRACE_S = 2.0
-"""How long a create that found a slot free waits for it after all (another caller may take it first)."""
+START_GRACE_S = 5.0
+"""How long a create that found a slot free waits for it after all (another caller may take it first, or its
+teardown is still running: Chromium gets 5 s to exit after SIGTERM)."""
 EVICTION_GRACE_S = 5.0
 """Added to the pool's eviction timeout for a create that waits for a parked session to be evicted."""
 

@@ -6,7 +6,11 @@ caller drives it over CDP. Each browser lives in one task owned by this service:
 
     [queued row, answered at once] -> lease a slot (bounded wait, see ``browser_capacity``) -> start Chromium
     -> row ``active`` and live, handed to the waiting POST -> wait for a stop request, the idle or age limit, or
-    Chromium dying (``browser_lifetime``) -> revoke its tokens -> release the slot -> row ``stopped``
+    Chromium dying (``browser_lifetime``) -> cut its access (tokens revoked, CDP and live-view connections closed)
+    -> merge its profile back -> row ``stopped`` (a stop request is answered here) -> release the slot
+
+The slot's teardown runs after the stop is answered, still in the browser's task: the service owns it, awaits it
+on shutdown, and the pool hands the slot to nobody before it ends. A caller's release thus costs only the cut.
 
 If the POST that asked for a browser goes away before the browser is up, the browser is abandoned (it would
 otherwise hold a slot with nobody knowing its id); a queued browser's POST has already been answered. Rows left
@@ -78,6 +82,7 @@ class _Running:
         self.activity = BrowserActivity()
         self.pause: PauseRecord | None = None
         self.takeover_token: str | None = None
+        self.ended = asyncio.Event()  # access cut and row stopped; the slot may still be tearing down
 
     def request_stop(self, reason: BrowserStopReason) -> None:
         """Ask the browser to end. Before it is up there is nothing to wait for: the start is cancelled."""
@@ -154,6 +159,20 @@ class BrowserService:
         if tasks:
             await run_shielded(asyncio.wait(tasks))
 
+    async def begin_drain(self) -> None:
+        """A maintenance drain (spec §21.6): refuse new browsers and end those still waiting for a slot now; live
+        ones end at :meth:`aclose`."""
+        self._closed = True
+        waiting = [browser for browser in self._running.values() if not browser.leased]
+        for browser in waiting:
+            browser.request_stop(BrowserStopReason.SHUTDOWN)
+        tasks = [browser.task for browser in waiting if browser.task is not None]
+        if tasks:
+            await run_shielded(asyncio.wait(tasks))
+
+    def live_tasks(self) -> list[asyncio.Task[None]]:
+        return [browser.task for browser in self._running.values() if browser.task is not None]
+
     # -- commands ----------------------------------------------------------------------------------------------
     async def create(self, request: BrowserRequest) -> BrowserRecord:
         """Start a browser and return its live record; with every slot busy, refuse, wait or queue as asked.
@@ -182,16 +201,24 @@ class BrowserService:
             raise
 
     async def stop(self, browser_id: str) -> BrowserRecord:
-        """Stop the browser and wait until its slot is released; stopping a stopped browser changes nothing."""
+        """Stop the browser; answer once its access is cut and its row says stopped, while the slot's teardown
+        goes on in the browser's task. Stopping a stopped browser changes nothing."""
         browser = self._running.get(BrowserId(browser_id))
         if browser is not None and browser.task is not None:
             browser.request_stop(BrowserStopReason.REQUESTED)
-            await run_shielded(asyncio.wait([browser.task]))
+            await run_shielded(_first_of(browser.ended.wait(), browser.task))
         return await self._repo.get(browser_id)
+
+    def ended_signal(self, browser_id: str) -> asyncio.Event | None:
+        """Set when the browser's access is cut: open CDP and live-view connections close on it. None once the
+        browser is gone (or unknown)."""
+        browser = self._running.get(BrowserId(browser_id))
+        return browser.ended if browser is not None else None
 
     def issue_token(self, browser_id: str, ttl_seconds: float) -> IssuedToken | None:
         """A fresh CDP token for a browser that has not ended; None once it has (its tokens are revoked)."""
-        if BrowserId(browser_id) not in self._running:
+        browser = self._running.get(BrowserId(browser_id))
+        if browser is None or browser.ended.is_set():
             return None
         return self.tokens.issue(browser_id, ttl_seconds)
 
@@ -417,16 +444,29 @@ class BrowserService:
         self.takeovers.forget(browser.id)
         browser.pause = browser.takeover_token = None
         try:
-            if self.before_end is not None:
-                await self.before_end(browser.id)
-            profile, browser.profile = browser.profile, None
-            if profile is not None:
-                await profile.finish()  # before the slot's Chromium stops
-                assert self._files_dir is not None
-                await asyncio.to_thread(shutil.rmtree, self._files_dir / browser.id, True)
+            try:
+                if self.before_end is not None:
+                    await self.before_end(browser.id)
+                profile, browser.profile = browser.profile, None
+                if profile is not None:
+                    await profile.finish()  # before the slot's Chromium stops
+                    assert self._files_dir is not None
+                    await asyncio.to_thread(shutil.rmtree, self._files_dir / browser.id, True)
+            finally:
+                if record is not None:
+                    await self._repo.mark_stopped(browser.id, reason=browser.reason, finished_at=self._clock())
+                    logger.info("Raw browser %s stopped (%s)", browser.id, browser.reason)
+        finally:
+            browser.ended.set()  # answers the stop and closes the browser's open connections
             if lease is not None:
                 await lease.release()
-        finally:
-            if record is not None:
-                await self._repo.mark_stopped(browser.id, reason=browser.reason, finished_at=self._clock())
-                logger.info("Raw browser %s stopped (%s)", browser.id, browser.reason)
+
+
+async def _first_of(ended: Awaitable[bool], task: asyncio.Task[None]) -> None:
+    """Until ``ended`` or, should the task end without it, the task."""
+    waiter = asyncio.ensure_future(ended)
+    try:
+        await asyncio.wait({waiter, task}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        await asyncio.gather(waiter, return_exceptions=True)

@@ -18,6 +18,7 @@ from openbrowse.domain.feed import Message
 from openbrowse.domain.sessions import RESTING_STATUSES, SessionRecord
 from openbrowse.errors import InvalidRequest
 from openbrowse.sessions.activity import ActivityBoard
+from openbrowse.sessions.maintenance import Maintenance, MaintenanceNotice
 from openbrowse.store.feed import FeedRepo
 from openbrowse.store.sessions import SessionRepo
 
@@ -46,7 +47,12 @@ class CodeEvent:
     code: CodeDraft
 
 
-SessionEvent = MessageEvent | StatusEvent | ActivityEvent | CodeEvent
+@dataclass(frozen=True, slots=True)
+class MaintenanceEvent:
+    notice: MaintenanceNotice
+
+
+SessionEvent = MessageEvent | StatusEvent | ActivityEvent | CodeEvent | MaintenanceEvent
 
 
 def status_key(record: SessionRecord) -> tuple[object, ...]:
@@ -77,6 +83,7 @@ class SessionEventStream:
         session_id: str,
         after_seq: int,
         poll_interval: float = POLL_INTERVAL,
+        maintenance: Maintenance | None = None,
     ) -> None:
         self._sessions = sessions
         self._feed = feed
@@ -84,10 +91,17 @@ class SessionEventStream:
         self._session_id = session_id
         self._seq = after_seq
         self._poll_interval = poll_interval
+        self._maintenance = maintenance
 
     @classmethod
     async def open(
-        cls, sessions: SessionRepo, feed: FeedRepo, board: ActivityBoard, session_id: str, last_event_id: str | None
+        cls,
+        sessions: SessionRepo,
+        feed: FeedRepo,
+        board: ActivityBoard,
+        session_id: str,
+        last_event_id: str | None,
+        maintenance: Maintenance | None = None,
     ) -> SessionEventStream:
         """Raises ``SessionNotFound`` for an unknown session and ``InvalidRequest`` for an unknown resume id."""
         await sessions.get(session_id)
@@ -97,17 +111,22 @@ class SessionEventStream:
             if seq is None:
                 raise InvalidRequest("Unknown message cursor")
             after_seq = seq
-        return cls(sessions, feed, board, session_id, after_seq)
+        return cls(sessions, feed, board, session_id, after_seq, maintenance=maintenance)
 
     async def __aiter__(self) -> AsyncIterator[SessionEvent]:
         sent_status: tuple[object, ...] | None = None
         sent_activity: Activity | None = None
         sent_code: CodeDraft | None = None
+        warned = False
         while True:
             with self._board.watching(self._session_id) as wakeup:
                 record = await self._sessions.find_view(self._session_id)
                 if record is None:
                     return  # deleted while streaming
+                notice = self._maintenance.notice if self._maintenance is not None else None
+                if notice is not None and not warned and record.status not in RESTING_STATUSES:
+                    warned = True
+                    yield MaintenanceEvent(notice)
                 async for message in self._new_messages():
                     yield MessageEvent(message)
                 activity = self._board.activity(self._session_id)
@@ -139,6 +158,7 @@ class SessionEventStream:
 __all__ = [
     "ActivityEvent",
     "CodeEvent",
+    "MaintenanceEvent",
     "MessageEvent",
     "SessionEvent",
     "SessionEventStream",

@@ -7,6 +7,7 @@ raw browsers first (an in-memory check plus one indexed row lookup), then sessio
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Literal
 
@@ -26,6 +27,8 @@ class LiveTarget:
     id: str
     status: str
     slot: LiveSlot | None
+    ended: asyncio.Event | None = None
+    """A raw browser's: set when it stops, and its viewers' connections close then (sessions: None)."""
 
     @property
     def may_come_alive(self) -> bool:
@@ -44,6 +47,7 @@ class LiveTargets:
         """The session or raw browser with this id; raises ``SessionNotFound`` when it is neither."""
         browser = await self._browsers.find(target_id)
         if browser is not None:
-            return LiveTarget("browser", target_id, str(browser.status), self._browsers.live_slot(target_id))
+            slot, ended = self._browsers.live_slot(target_id), self._browsers.ended_signal(target_id)
+            return LiveTarget("browser", target_id, str(browser.status), slot, ended)
         record = await self._sessions.get(target_id)
         return LiveTarget("session", target_id, str(record.status), self._sessions.live_slot(target_id))

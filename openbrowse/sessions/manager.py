@@ -30,9 +30,10 @@ from openbrowse.domain.sessions import (
     StopStrategy,
     title_from_task,
 )
-from openbrowse.errors import InvalidRequest, NotPausable, NotPaused, SessionNotFound, SessionPaused
+from openbrowse.errors import BrowserUnavailable, InvalidRequest, NotPausable, NotPaused, SessionNotFound, SessionPaused
 from openbrowse.sessions.admission import QueueAdmission
 from openbrowse.sessions.locks import KeyedLocks
+from openbrowse.sessions.max_duration import end_overdue_sessions, refuse_if_overdue
 from openbrowse.sessions.requests import (
     SessionCreate,
     follow_up_ceiling,
@@ -75,9 +76,11 @@ class SessionManager:
         self._clock = clock
         self._workers: dict[SessionId, SessionWorker] = {}
         self._locks = KeyedLocks()
-        self._sweeper = Sweeper(self.expire_stale_shells)
+        self._sweeper = Sweeper(self._sweep)
         self._secrets_retired: set[SessionId] = set()
         self._admission = admission
+        self.draining = False
+        """Set by a maintenance drain (spec §21.6): no new run starts, and a finished keep-alive turn never parks."""
         if admission is not None:
             admission.add_source(self.waiting_for_slot)
         runtime.bind(self)
@@ -97,6 +100,10 @@ class SessionManager:
         await self._sweeper.aclose()
         workers = list(self._workers.values())
         await asyncio.gather(*(worker.stop(StopReason.SHUTDOWN) for worker in workers), return_exceptions=True)
+
+    def _refuse_while_draining(self) -> None:  # spec §21.6
+        if self.draining:
+            raise BrowserUnavailable("The server restarts for maintenance; start the session again once it is back")
 
     async def _reconcile_after_restart(self) -> None:
         for record in await self.sessions.with_secrets():
@@ -121,7 +128,11 @@ class SessionManager:
                 record.id, FeedEntry.system("restart", "Re-queued after a server restart; the run had not started")
             )
             self._spawn(record.id)
+        await self._sweep()
+
+    async def _sweep(self) -> None:
         await self.expire_stale_shells()
+        await end_overdue_sessions(self, self._clock())
 
     async def expire_stale_shells(self) -> list[SessionRecord]:
         """Expire every ``created`` shell older than 15 minutes; returns the expired records."""
@@ -280,6 +291,8 @@ class SessionManager:
         if request.profile_id is not None:
             await self._require_profile(request.profile_id)
         task = task_text(request.task)
+        if task:
+            self._refuse_while_draining()
         secrets = scope_secrets(request.sensitive_data, task) if request.sensitive_data else None
         budget = scaled_budget(self._settings, request.max_cost_usd) if request.max_cost_usd is not None else None
         now = self._clock()
@@ -301,6 +314,7 @@ class SessionManager:
             profile_id=request.profile_id,
             max_cost_usd=budget,
             allowance_usd=budget,
+            max_duration_ms=request.max_duration_ms,
         )
         with self._queue_place(needed=bool(task)):
             self._hold_secrets(record.id, record.sensitive_data)
@@ -324,6 +338,8 @@ class SessionManager:
             if record.pause is not None or (worker is not None and worker.pauses.active):
                 raise SessionPaused()
             self._check_accepts_follow_up(record)
+            self._refuse_while_draining()
+            refuse_if_overdue(record, self._clock(), sent_limit=request.sent("max_duration_ms"))
             task = task_text(request.task)
             if task is None:
                 raise InvalidRequest("Task is required when targeting an existing session")

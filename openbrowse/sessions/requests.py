@@ -31,6 +31,7 @@ class SessionCreate:
     sensitive_data: Mapping[str, object] | None = None
     """As sent: validated and scoped by :func:`openbrowse.domain.secrets.scope_secrets` with the task."""
     system_prompt_extension: str | None = None
+    max_duration_ms: int | None = None
     retired_field: str | None = None
     sent_fields: frozenset[str] = frozenset()
 

@@ -20,6 +20,7 @@ from openbrowse.domain.feed import FeedEntry, MessageType
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.runs import Salvage, TurnEnding, TurnOutcome
 from openbrowse.errors import SessionNotFound
+from openbrowse.sessions.max_duration import reached_summary
 from openbrowse.sessions.states import Trigger, can
 from openbrowse.sessions.turns import clip_output
 
@@ -38,6 +39,8 @@ class StopReason(StrEnum):
     STOP_SESSION = "stop_session"
     DELETE = "delete"
     SHUTDOWN = "shutdown"
+    MAINTENANCE = "maintenance"  # the end of a maintenance drain (spec §21.6)
+    MAX_DURATION = "max_duration"  # the session's maxDurationMs was reached (spec §21.1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,8 +138,10 @@ class EndingRecorder:
         if reason is None or reason is StopReason.DELETE:
             return
         try:
-            if reason is StopReason.SHUTDOWN:
-                await self._shutdown(phase, salvage)
+            if reason in {StopReason.SHUTDOWN, StopReason.MAINTENANCE}:
+                await self._shutdown(phase, salvage, maintenance=reason is StopReason.MAINTENANCE)
+            elif reason is StopReason.MAX_DURATION:
+                await self._max_duration(salvage)
             else:
                 await self._user_stop(reason, salvage)
         except SessionNotFound:
@@ -157,25 +162,38 @@ class EndingRecorder:
             )
         await self._resting(trigger)
 
-    async def _shutdown(self, phase: Phase, salvage: Salvager) -> None:
+    async def _max_duration(self, salvage: Salvager) -> None:
+        record = await self._runtime.sessions.get(self.session_id)
+        headline = reached_summary(record)
+        if _turn_was_interrupted(record):
+            await self._interrupted_turn(Trigger.STOP_SESSION, headline, salvage, end_reason=EndReason.MAX_DURATION)
+            return
+        note = f"Keep-alive browser released: {headline[len('Stopped: ') :]}" if record.keep_alive else headline
+        await self._runtime.feed.append(self.session_id, FeedEntry.system("maxDuration", note))
+        await self._resting(Trigger.STOP_SESSION, end_reason=EndReason.MAX_DURATION, last_step_summary=headline)
+
+    async def _shutdown(self, phase: Phase, salvage: Salvager, *, maintenance: bool) -> None:
         if phase in {"waiting", "queued"}:
             return  # never started: re-queued at the next start-up
         if _turn_was_interrupted(await self._runtime.sessions.get(self.session_id)):
-            await self._interrupted_turn(Trigger.STOP_SESSION, "Stopped: the server shut down.", salvage)
+            headline = f"Stopped: the server {'restarted for maintenance' if maintenance else 'shut down'}."
+            await self._interrupted_turn(Trigger.STOP_SESSION, headline, salvage, end_reason=EndReason.MAINTENANCE)
             return
         await self._resting(Trigger.GO_COLD)  # a parked session stays idle, cold (spec §6 transition 21)
 
-    async def _resting(self, trigger: Trigger) -> None:
+    async def _resting(self, trigger: Trigger, **changes: object) -> None:
         """The browser is gone; move a resting session along ``trigger`` where the table allows it."""
         manager = self._runtime.manager
         async with manager.lock(self.session_id):
             record = await self._runtime.sessions.get(self.session_id)
             if can(record.status, trigger):
-                await manager.apply_locked(self.session_id, trigger, live_url=None, browser_live=False)
+                await manager.apply_locked(self.session_id, trigger, live_url=None, browser_live=False, **changes)
             else:  # e.g. stop "session" of a session whose turn already ended stopped: idempotent
                 await self._runtime.sessions.update(self.session_id, live_url=None, browser_live=False)
 
-    async def _interrupted_turn(self, trigger: Trigger, headline: str, salvage: Salvager) -> None:
+    async def _interrupted_turn(
+        self, trigger: Trigger, headline: str, salvage: Salvager, end_reason: EndReason | None = None
+    ) -> None:
         """A turn cut short by a stop: keep what can be salvaged (spec §13.8) and say so in the feed."""
         kept = await salvage()
         summary = f"{headline} {kept.kept}"
@@ -193,6 +211,7 @@ class EndingRecorder:
             failure_status_code=None,
             live_url=None,
             browser_live=False,
+            **({"end_reason": end_reason} if end_reason else {}),
         )
 
 

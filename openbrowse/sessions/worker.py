@@ -24,6 +24,7 @@ from openbrowse.domain.ids import SessionId
 from openbrowse.domain.runs import NOTHING_KEPT, Salvage, TurnEnding, TurnOutcome
 from openbrowse.errors import NotPausable, NotPaused, SessionNotFound
 from openbrowse.logs import session_id_var
+from openbrowse.sessions.max_duration import DeadlineTimer
 from openbrowse.sessions.pausing import PausedBy, SessionPause
 from openbrowse.sessions.pressure import host_pressure
 from openbrowse.sessions.run_endings import EndingRecorder, Phase, Release, StopReason
@@ -40,6 +41,10 @@ if TYPE_CHECKING:
 __all__ = ["Phase", "Release", "SessionWorker", "StopReason"]
 
 logger = logging.getLogger(__name__)
+
+MAINTENANCE_RELEASE = "Keep-alive browser released: the server restarts for maintenance"
+SAFE_POINT_LIMIT = 540.0
+"""How long a maintenance stop waits for the step in progress: past one step's own cap (520 s, spec §10.8)."""
 
 
 class SessionWorker:
@@ -62,6 +67,7 @@ class SessionWorker:
         # (the task to run) or by whatever ends the wait (a Release), so a hand-over cannot be half done
         self._wake: asyncio.Future[str | Release] | None = None
         self.pauses = SessionPause(session_id, runtime, self._pause_expired)
+        self._deadline = DeadlineTimer(self._max_duration_reached)
 
     # -- control from the manager ------------------------------------------------------------------------------
     def start(self, on_done: Callable[[SessionWorker], None]) -> None:
@@ -86,6 +92,31 @@ class SessionWorker:
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.shield(asyncio.wait({task}))
         return True
+
+    # -- maintenance (spec §21.6) ------------------------------------------------------------------------------
+    def release_for_maintenance(self) -> bool:
+        """A parked session closes its browser and stays idle (cold, resumable); False when it is not parked."""
+        if self.phase != "parked" or not self.awaiting_follow_up:
+            return False
+        self.request_release(MAINTENANCE_RELEASE, final_status=False)
+        return True
+
+    async def end_for_maintenance(self) -> None:
+        """End the run at its next safe point (a step in progress finishes), then record ``maintenance``."""
+        engine, task = self._engine, self.task
+        if task is None or task.done():
+            return
+        if self.phase == "running" and engine is not None:
+            try:
+                await engine.pause()
+                landed = asyncio.ensure_future(engine.wait_paused())
+                try:
+                    await asyncio.wait({landed, task}, timeout=SAFE_POINT_LIMIT, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    landed.cancel()
+            except Exception:
+                logger.exception("Session %s did not reach a safe point; it ends now", self.session_id)
+        await self.stop(StopReason.MAINTENANCE)
 
     @property
     def awaiting_follow_up(self) -> bool:
@@ -146,6 +177,15 @@ class SessionWorker:
         with contextlib.suppress(NotPaused):
             await self.resume(None, expired=True)
 
+    def _max_duration_reached(self) -> None:
+        """The session's maxDurationMs is up: end the run as a stop would, unless it is already ending."""
+        task = self.task
+        if task is None or task.done() or self.phase in {"closing", "done"} or self._stop_reason is not None:
+            return
+        logger.info("Session %s reached its maximum duration", self.session_id)
+        self._stop_reason = StopReason.MAX_DURATION
+        task.cancel()
+
     async def _agent_asked(self, reason: str) -> None:
         await self.pause("agent", reason)
 
@@ -153,6 +193,7 @@ class SessionWorker:
     async def _main(self) -> None:
         session_id_var.set(self.session_id)
         try:
+            self._deadline.arm((await self._runtime.sessions.get(self.session_id)).ends_at)
             if self._predecessor is not None:
                 await asyncio.wait({self._predecessor})
             await self._run()
@@ -172,6 +213,7 @@ class SessionWorker:
             logger.exception("Run of session %s failed", self.session_id)
             await run_shielded(self._endings.crashed(exc))
         finally:
+            self._deadline.cancel()
             self._end_wake(Release("The run ended"))
             self.phase = "done"
 
@@ -270,6 +312,8 @@ class SessionWorker:
         engine = self._engine
         assert engine is not None
         self._wake = wake = asyncio.get_running_loop().create_future()
+        if self._runtime.manager.draining:
+            self._end_wake(Release(MAINTENANCE_RELEASE, final_status=False))
         await self._wait_parked(wake, lease, engine)
         self._wake = None
         woke = wake.result()

@@ -348,11 +348,14 @@ class SlotPool:
         return None
 
     def idle_slots(self) -> int:
-        """Slots a caller would get at once: spares and usable free slots (none while others queue)."""
+        """Slots a caller would get at once or as soon as their teardown ends: spares, usable free slots and slots
+        being released (none while others queue). A raw browser's stop answers before its slot is torn down, so
+        a create right after it must not be refused for that slot."""
         if self._waiters:
             return 0
         usable = sum(1 for index in self._free if index not in self._blocked)
-        return usable + len(self._spares.spares)
+        releasing = sum(1 for lease in self._leases.values() if lease._releasing)
+        return usable + len(self._spares.spares) + releasing
 
     @property
     def spares(self) -> list[Spare]:

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import hashlib
-import hmac
 import io
+import secrets
 import subprocess
 import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qs, quote, urlsplit
 
 import httpx
 import psutil
@@ -50,9 +49,9 @@ BASIC = {"Authorization": "Basic " + base64.b64encode(f"admin:{PASSWORD}".encode
 CHROMIUM = "/usr/bin/chromium"
 
 
-def view_token(resource_id: str) -> str:
-    """Spec §4.10: hex HMAC-SHA256 of the id keyed with API_KEY, first 32 characters."""
-    return hmac.new(API_KEY.encode(), resource_id.encode(), hashlib.sha256).hexdigest()[:32]
+def view_token(browser: dict[str, Any]) -> str:
+    """The token in the browser's ``liveUrl`` (spec §21.4: random, renewed while the browser is read)."""
+    return parse_qs(urlsplit(browser["liveUrl"]).query)["token"][0]
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +115,7 @@ async def wait_state(page: Page, state: str, timeout: float = 20.0) -> None:
 # -- the stream ------------------------------------------------------------------------------------------------
 async def test_rfb_greeting_through_the_proxied_socket(server: ServerProcess, live_browser: dict[str, Any]) -> None:
     browser_id = live_browser["id"]
-    url = ws_url(server, f"/vnc/{browser_id}/websockify?token={view_token(browser_id)}")
+    url = ws_url(server, f"/vnc/{browser_id}/websockify?token={view_token(live_browser)}")
     async with websockets.connect(url, subprotocols=[Subprotocol("binary")], open_timeout=10) as ws:
         assert ws.subprotocol == "binary"
         assert await asyncio.wait_for(ws.recv(), 10) == b"RFB 003.008\n"
@@ -204,14 +203,14 @@ async def test_credentials_are_checked_on_page_assets_and_socket(
     server: ServerProcess, live_browser: dict[str, Any]
 ) -> None:
     browser_id = live_browser["id"]
-    token = view_token(browser_id)
+    token = view_token(live_browser)
     cdp_token = live_browser["cdpUrl"].split("token=")[1]
     base = f"{server.base_url}/vnc/{browser_id}"
     for refused in (
         "/view",
         "/view?token=wrong",
         f"/view?token={cdp_token}",  # the CDP token opens CDP only
-        f"/view?token={view_token(str(uuid.uuid4()))}",  # another id's token
+        f"/view?token={secrets.token_urlsafe(24)}",  # a token nobody issued
         "/core/rfb.js?token=wrong",
         "/_t/wrong/core/rfb.js",
     ):
@@ -248,8 +247,10 @@ def _in_sandbox(server: ServerProcess) -> list[str]:
 async def test_control_toggles_view_only(server: ServerProcess, live_browser: dict[str, Any]) -> None:
     browser_id = live_browser["id"]
     control = f"{server.base_url}/vnc/{browser_id}/control"
-    assert httpx.get(f"{server.base_url}/vnc/{browser_id}/_t/{view_token(browser_id)}/vnc.html").status_code == 200
-    by_token = httpx.post(f"{control}?token={view_token(browser_id)}", json={"enabled": True}, headers=forwarded_for())
+    assert httpx.get(f"{server.base_url}/vnc/{browser_id}/_t/{view_token(live_browser)}/vnc.html").status_code == 200
+    by_token = httpx.post(
+        f"{control}?token={view_token(live_browser)}", json={"enabled": True}, headers=forwarded_for()
+    )
     assert by_token.status_code == 401  # watching does not grant control
     assert httpx.post(control, json={"enabled": "yes"}, headers=AUTH).status_code == 422
     enabled = httpx.post(control, json={"enabled": True}, headers=AUTH)
@@ -270,13 +271,13 @@ async def test_control_toggles_view_only(server: ServerProcess, live_browser: di
 async def test_a_session_without_a_browser_gets_a_page_that_says_so(server: ServerProcess, http: httpx.Client) -> None:
     shell = http.post("/v3/sessions", json={}).json()
     session_id = shell["id"]
-    token = view_token(session_id)
-    page = httpx.get(f"{server.base_url}/vnc/{session_id}/view?token={token}")
+    assert shell["liveUrl"] is None, "no browser, so no view token to hand out (spec §21.4)"
+    page = httpx.get(f"{server.base_url}/vnc/{session_id}/view", headers=AUTH)
     assert page.status_code == 200
     assert "is created" in page.text and "nothing to watch" in page.text and 'http-equiv="refresh"' in page.text
     assert page.headers["content-security-policy"].startswith("default-src 'none'; style-src 'sha256-")
-    asset = httpx.get(f"{server.base_url}/vnc/{session_id}/_t/{token}/core/rfb.js")
+    asset = httpx.get(f"{server.base_url}/vnc/{session_id}/core/rfb.js", headers=AUTH)
     assert asset.status_code == 404 and asset.json() == {"detail": "Session has no live browser"}
-    assert await close_code(ws_url(server, f"/vnc/{session_id}/websockify?token={token}")) == 1011
+    assert await close_code(ws_url(server, f"/vnc/{session_id}/websockify"), additional_headers=AUTH) == 1011
     unknown = http.get(f"/vnc/{uuid.uuid4()}/view")
     assert unknown.status_code == 404 and unknown.json() == {"detail": "Session not found"}

@@ -3,9 +3,10 @@
 The npm package ``openclaw`` (pinned in ``tests/e2e/openclaw/package.json``, a test-only dependency installed
 once into a cache outside the clone) is imported by ``tests/e2e/openclaw/drive.mjs`` under the Node 24 it needs;
 its client functions and its model-facing ``browser`` tool are pointed at ``/v3/browsers/{id}/browser`` and at
-``/v3/sessions/{id}/browser``. They open a fixture form, snapshot it, click and type through refs, navigate and
-take a screenshot, and the test asserts what the page shows and what the site received. What the client sends
-and reads is written down in ``tests/e2e/openclaw/NOTES.md``.
+``/v3/sessions/{id}/browser`` of a session a person paused mid-run. They open a fixture form, snapshot it, click and
+type through refs, navigate and take a screenshot, and the test asserts what the page shows and what the site
+received; after the hand-back, the agent's next step sees the note and the page as the client left it. What the
+client sends and reads is written down in ``tests/e2e/openclaw/NOTES.md``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from starlette.routing import Route
 
 from tests.e2e.agent_support import agent_steps, token
 from tests.e2e.browser_support import create_browser, needs_display, start_isolated_server, stop_browser
-from tests.fakes.llm_script import done
+from tests.fakes.llm_script import Gate, done, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.server import ServerProcess, wait_until
@@ -374,29 +375,54 @@ def test_openclaw_client_drives_a_raw_browser(
     assert gone["ok"] is False and gone.get("status") == 409, gone
 
 
-def test_openclaw_client_drives_a_parked_session(
+def test_openclaw_client_drives_a_session_paused_mid_run(
     openclaw: OpenClaw,
     server: ServerProcess,
     http: httpx.Client,
     fake: FakeProvider,
     form_site: tuple[FormSite, ThreadedServer],
 ) -> None:
+    """A running turn is held at the model, paused, driven by the client, and handed back with a note."""
     site, served = form_site
     marker = token("OPENCLAW")
-    fake.script(marker, [done("Ready when you are.")], when=agent_steps)
-    created = http.post("/v3/sessions", json={"task": f"{marker} Wait for me.", "keepAlive": True})
+    gate = Gate()
+    fake.script(
+        marker,
+        [
+            structured(done("never sent: this call is cancelled by the pause"), gate=gate),
+            done("Grace Hopper is registered."),
+        ],
+        when=agent_steps,
+    )
+    created = http.post("/v3/sessions", json={"task": f"{marker} Register Grace Hopper.", "keepAlive": True})
     assert created.status_code == 200, created.text
     sid = created.json()["id"]
-
-    def parked() -> bool:
-        session = http.get(f"/v3/sessions/{sid}").json()
-        assert session["status"] in {"created", "running", "idle"}, session
-        return bool(session["status"] == "idle" and session.get("browserLive") is True)
-
+    note = "Registered Grace Hopper through OpenClaw; the welcome page is open."
     try:
-        wait_until(parked, 120, interval=0.2, what="the parked keep-alive session")
+        assert gate.wait_entered(120), "the first step never reached the model"
+        asked = http.post(f"/v3/sessions/{sid}/pause", json={"reason": "OpenClaw takes over"})
+        assert asked.status_code == 200, asked.text
+        wait_until(lambda: (session_of(http, sid)["pause"] or {}).get("state") == "paused", 60, what="the pause")
+        assert session_of(http, sid)["status"] == "running"
+
         base = f"{server.base_url}/v3/sessions/{sid}/browser"
         drive_the_form(openclaw, http, base, site, served, "Grace Hopper")
+
+        resumed = http.post(f"/v3/sessions/{sid}/resume", json={"note": note})
+        assert resumed.status_code == 200 and resumed.json()["pause"] is None, resumed.text
+        wait_until(lambda: session_of(http, sid)["status"] != "running", 120, what="the end of the turn")
+        assert session_of(http, sid)["output"] == "Grace Hopper is registered."
     finally:
+        gate.open()
         http.post(f"/v3/sessions/{sid}/stop", json={"strategy": "session"})
-    wait_until(lambda: http.get(f"/v3/sessions/{sid}").json().get("browserLive") is False, 60, what="the stop")
+    steps = [r for r in fake.requests_matching(marker) if r.is_agent_step]
+    assert len(steps) == 2, "the call cancelled by the pause, then the redone step"
+    redone = steps[-1]
+    assert note in redone.text and "POST /act batch" in redone.text, redone.text[-3000:]
+    assert f"{served.url}/thanks" in (redone.browser_state or ""), redone.browser_state
+    wait_until(lambda: session_of(http, sid).get("browserLive") is False, 60, what="the stop")
+
+
+def session_of(http: httpx.Client, session_id: str) -> dict[str, Any]:
+    record: dict[str, Any] = http.get(f"/v3/sessions/{session_id}").json()
+    return record

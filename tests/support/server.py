@@ -91,6 +91,8 @@ class ServerProcess:
                 "PREWARM_SLOTS": os.environ.get("TEST_PREWARM_SLOTS", "0"),
                 # The fixture sites are on loopback; the tests of the public-only default say so themselves.
                 "NETWORK_POLICY": "open",
+                # SIGTERM drains for maintenance (spec §21.6): tests stop at once unless they test the drain.
+                "SHUTDOWN_GRACE_S": "0",
             }
         )
         env.update(self.env)
@@ -142,6 +144,17 @@ class ServerProcess:
         if not self.leftovers():
             release_slot_base(self.slot_base)
         return self.process.returncode
+
+    def send_sigterm(self) -> None:
+        """One SIGTERM, without waiting: the server drains for maintenance (spec §21.6); see :meth:`wait_exited`."""
+        assert self.process is not None
+        self.children()
+        self.process.send_signal(signal.SIGTERM)
+
+    def wait_exited(self, timeout: float) -> int:
+        """Wait for the process to end (after :meth:`send_sigterm`); its exit code."""
+        assert self.process is not None
+        return self.process.wait(timeout)
 
     def kill_hard(self) -> None:
         """SIGKILL the server process only, as a crash would; its children are left to the next start."""

@@ -97,6 +97,14 @@ async def browsers(request: Request) -> HTMLResponse:
     return _page(request, pages.browsers_page())
 
 
+@router.get("/dashboard/maintenance")
+async def maintenance(request: Request) -> dict[str, int | None]:
+    """``{endsAt}`` (ms since the epoch) while the server drains for maintenance, else ``{endsAt: null}``; every
+    page polls it for its banner (spec §21.6)."""
+    notice = request.app.state.maintenance.notice
+    return {"endsAt": notice.ends_at_ms if notice is not None else None}
+
+
 def install_dashboard(app: FastAPI, *, models: Sequence[str], efforts: Sequence[str]) -> None:
     """Serve the dashboard on ``app``; ``models`` and ``efforts`` fill the run form's choices."""
     app.state.dashboard_models = tuple(models)

@@ -8,7 +8,8 @@ the API key:
 * ``GET /v3/browsers/{id}/cdp/json/version`` answers like Chromium, with ``webSocketDebuggerUrl`` pointing at
   the proxied socket, for clients given the http form (browser-use, Puppeteer's ``browserURL``).
 
-A CDP client connected through the socket keeps the browser from idling out (spec §21.1).
+A CDP client connected through the socket keeps the browser from idling out (spec §21.1); its connection is closed
+when the browser stops, before the stop is answered.
 
 ``POST /v3/browsers/{id}/pause`` and ``/resume`` hand the browser to a person and back (spec §21.5). Resume sits on
 ``hand_back_router``: besides the API key it takes the browser's open takeover token as a Bearer token, so the
@@ -47,7 +48,14 @@ from openbrowse.api.openapi_docs import error_responses, request_body
 from openbrowse.api.pause_schemas import PauseBody, ResumeBody, require_key_or_takeover
 from openbrowse.api.resource_auth import CDP_SUBPROTOCOL, presented_cdp_token, require_cdp_access
 from openbrowse.api.schemas import MAX_PAGE
-from openbrowse.api.ws_bridge import CLOSE_UNAVAILABLE, bridge, close_quietly, deny_websocket, offered_subprotocol
+from openbrowse.api.ws_bridge import (
+    CLOSE_UNAVAILABLE,
+    bridge,
+    bridge_until,
+    close_quietly,
+    deny_websocket,
+    offered_subprotocol,
+)
 from openbrowse.config import Settings
 from openbrowse.domain.browsers import BrowserRecord, BrowserStatus
 from openbrowse.domain.clock import to_wire
@@ -184,7 +192,8 @@ async def get_browser(browser_id: str, request: Request, browsers: BrowsersDep, 
 async def update_browser(
     browser_id: str, request: Request, browsers: BrowsersDep, settings: SettingsDep
 ) -> BrowserView:
-    """``{"action": "stop"}``: stop the browser and release its slot (idempotent)."""
+    """``{"action": "stop"}``: stop the browser (idempotent). Answers once its CDP and live-view access is cut and it
+    reads stopped; its slot is torn down right after, before anyone else gets it."""
     await browsers.get(browser_id)  # 404 before judging the body
     await parse_body(request, UpdateBrowserBody)
     return _view(await browsers.stop(browser_id), request, browsers, settings)
@@ -271,13 +280,14 @@ async def cdp_socket(
     folders = endpoint.folders
     browsers.cdp_connected(browser_id)
     try:
-        await bridge(
+        connection = bridge(
             websocket,
             endpoint.ws_url,
             max_message=CDP_MAX_MESSAGE,
             screen=lambda message: screen_client_message(message, folders),
             greeting=download_behavior_message(GREETING_ID, folders),
         )
+        await bridge_until(connection, browsers.ended_signal(browser_id))
     finally:
         browsers.cdp_disconnected(browser_id)
 

@@ -42,7 +42,9 @@ async def session_events(
     A session may have ``EVENTS_MAX_STREAMS_PER_SESSION`` streams open at once and the server
     ``EVENTS_MAX_STREAMS``; one more is a 429.
     """
-    stream = await SessionEventStream.open(manager.sessions, manager.feed, board, session_id, last_event_id or after)
+    stream = await SessionEventStream.open(
+        manager.sessions, manager.feed, board, session_id, last_event_id or after, request.app.state.maintenance
+    )
     places: StreamPlaces = request.app.state.event_streams
     place = places.take(session_id)
     return CountedEventSource(place, _frames(stream), ping=settings.EVENTS_PING_INTERVAL, send_timeout=SEND_TIMEOUT)

@@ -28,8 +28,9 @@ request is proxied to the slot's websockify.
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import quote
 
@@ -37,9 +38,10 @@ import httpx
 from fastapi import APIRouter, Request, WebSocket
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import StrictBool
+from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.exceptions import HTTPException
 
-from openbrowse.api.auth import AuthFailed, AuthThrottled, CrossSiteCredentials, view_token
+from openbrowse.api.auth import AuthFailed, AuthThrottled, CrossSiteCredentials
 from openbrowse.api.body import parse_body
 from openbrowse.api.deps import AuthenticatorDep, LiveTargetsDep, LoopbackHttpDep, SettingsDep, TakeoversDep
 from openbrowse.api.errors import auth_refusal
@@ -53,10 +55,19 @@ from openbrowse.api.live_page import (
 from openbrowse.api.openapi_docs import error_responses, request_body
 from openbrowse.api.resource_auth import require_path_token
 from openbrowse.api.schemas import WireModel
+from openbrowse.api.stream_places import CountedEventSource, StreamPlaces
 from openbrowse.api.vnc_input import RfbClientStream, vnc_screen
-from openbrowse.api.ws_bridge import CLOSE_UNAVAILABLE, bridge, close_quietly, deny_websocket, offered_subprotocol
+from openbrowse.api.ws_bridge import (
+    CLOSE_UNAVAILABLE,
+    bridge,
+    bridge_until,
+    close_quietly,
+    deny_websocket,
+    offered_subprotocol,
+)
 from openbrowse.errors import NotFound, OpenBrowseError
 from openbrowse.sessions.live import LiveTarget
+from openbrowse.sessions.maintenance import Maintenance
 from openbrowse.sessions.runtime import LiveSlot
 from openbrowse.sessions.takeover import TakeoverTokens
 
@@ -117,7 +128,7 @@ async def view(
             target_id=target_id, kind=target.kind, status=target.status, refresh_seconds=refresh
         )
         return HTMLResponse(page, headers=NO_BROWSER_HEADERS)
-    token = view_token(settings.API_KEY or "", target_id) if settings.auth_enabled else None
+    token = auth.view_tokens.current(target_id) if settings.auth_enabled else None
     client_url = f"./{TOKEN_PREFIX}{token}/core/rfb.js" if token else "./core/rfb.js"
     takeover = takeovers.allows(target_id, request.query_params.get(TAKEOVER_PARAM))
     page = viewer_page(
@@ -193,7 +204,8 @@ async def websockify(
     takeover = presented if takeovers.allows(target_id, presented) else None  # judged at connect time, and again
     may_input = _input_gate(takeovers, target_id, takeover, auth.holds_key_or_login(websocket))
     try:
-        slot = _slot_of(await targets.resolve(target_id))
+        target = await targets.resolve(target_id)
+        slot = _slot_of(target)
         if may_input():
             await _lift_view_only(slot, needed=True)
         ticket = await slot.add_viewer()  # starts the VNC side if nobody was watching
@@ -207,15 +219,35 @@ async def websockify(
     try:
         # carries the slot's websockify secret
         stream = RfbClientStream(may_input, on_input=lambda: takeovers.note_input(target_id))
-        await bridge(
+        connection = bridge(
             websocket,
             slot.novnc_ws_url,
             max_message=VNC_MAX_MESSAGE,
             subprotocol="binary",
             screen=vnc_screen(stream),
         )
+        await bridge_until(connection, target.ended)
     finally:
         slot.remove_viewer(ticket)  # the last viewer out stops the VNC side after a grace period
+
+
+@router.get("/{target_id}/notices", response_class=EventSourceResponse)
+async def notices(
+    target_id: str, request: Request, targets: LiveTargetsDep, auth: AuthenticatorDep, settings: SettingsDep
+) -> EventSourceResponse:
+    """Server notices for the viewer page, as server-sent events: ``maintenance_warning`` ``{endsAt}`` (ms since the
+    epoch) once the server drains for maintenance (spec §21.6), then the stream ends. Bounded like ``/events``."""
+    auth.require_viewer(request, target_id)
+    await targets.resolve(target_id)  # 404 for an unknown id
+    places: StreamPlaces = request.app.state.notice_streams
+    place = places.take(target_id)
+    return CountedEventSource(place, _notices(request.app.state.maintenance), ping=settings.EVENTS_PING_INTERVAL)
+
+
+async def _notices(maintenance: Maintenance) -> AsyncIterator[ServerSentEvent]:
+    await maintenance.announced.wait()
+    if maintenance.notice is not None:
+        yield ServerSentEvent(data=json.dumps(maintenance.notice.wire()), event="maintenance_warning")
 
 
 @router.get("/{target_id}/{asset:path}", responses=_ASSET_RESPONSES)
@@ -225,13 +257,12 @@ async def asset(
     request: Request,
     targets: LiveTargetsDep,
     auth: AuthenticatorDep,
-    settings: SettingsDep,
     http: LoopbackHttpDep,
 ) -> Response:
     """A static noVNC file from the slot's websockify (``--web NOVNC_WEB_DIR``)."""
     if asset.startswith(TOKEN_PREFIX):
         token, _, asset = asset.removeprefix(TOKEN_PREFIX).partition("/")
-        require_path_token(auth, settings, request, target_id, token)
+        require_path_token(auth, request, target_id, token)
     else:
         auth.require_viewer(request, target_id)
     parts = asset.split("/")

@@ -62,6 +62,7 @@ def to_session_create(body: CreateSessionBody) -> SessionCreate:
         output_schema=body.output_schema,
         sensitive_data=body.sensitive_data,
         system_prompt_extension=body.system_prompt_extension,
+        max_duration_ms=body.max_duration_ms,
         retired_field=retired,
         sent_fields=sent,
     )
@@ -83,11 +84,14 @@ async def create_session(request: Request, manager: ManagerDep) -> SessionView:
 
 @router.get("", response_model=SessionListView, response_model_by_alias=True)
 async def list_sessions(
+    request: Request,
     manager: ManagerDep,
     page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
     page_size: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> SessionListView:
     records, total = await manager.page(page, page_size)
+    for record in records:
+        request.app.state.view_tokens.renew(record.id)
     return SessionListView(
         sessions=[view_of(manager, record) for record in records], total=total, page=page, page_size=page_size
     )
@@ -112,6 +116,7 @@ async def get_session(session_id: str, request: Request) -> Response:
     # dependency. The bytes are those the declared model produces (tests/unit/api/test_session_json.py).
     manager: SessionManager = request.app.state.manager
     record = await manager.get(session_id)
+    request.app.state.view_tokens.renew(record.id)  # its liveUrl keeps working while someone reads it (§21.4)
     body = session_json(record, takeover_url(manager, record), manager.queue_of(record))
     return Response(body, media_type="application/json")
 

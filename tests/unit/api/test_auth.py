@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from starlette.requests import Request
 
-from openbrowse.api.auth import MAX_TRACKED_CLIENTS, AuthThrottled, FailureThrottle, client_ip, view_token
+from openbrowse.api.auth import MAX_TRACKED_CLIENTS, AuthThrottled, FailureThrottle, client_ip
+from openbrowse.api.view_tokens import ViewTokens
 
 
 class Clock:
@@ -47,11 +48,23 @@ def test_success_clears_the_record() -> None:
     throttle.check("ip")
 
 
-def test_view_token_is_a_per_id_hmac() -> None:
-    token = view_token("secret", "session-1")
-    assert len(token) == 32 and int(token, 16) >= 0
-    assert token != view_token("secret", "session-2")
-    assert token != view_token("other", "session-1")
+def test_a_view_token_is_random_expires_unless_renewed_and_a_new_browser_revokes_the_old() -> None:
+    now = [0.0]
+    tokens = ViewTokens(ttl=900, monotonic=lambda: now[0])
+    first = tokens.issue("session-1")
+    assert tokens.current("session-1") == first and first != tokens.issue("session-2")
+    assert tokens.allows("session-1", first) and not tokens.allows("session-2", first)
+    now[0] = 800
+    tokens.renew("session-1")
+    now[0] = 1600
+    assert tokens.allows("session-1", first), "renewed at 800 s: good until 1700 s"
+    now[0] = 1701
+    assert not tokens.allows("session-1", first)
+    assert tokens.current("session-1") != first, "an expired token is replaced, never revived"
+    fresh = tokens.issue("session-1")
+    assert not tokens.allows("session-1", first) and tokens.allows("session-1", fresh)
+    tokens.revoke("session-1")
+    assert not tokens.allows("session-1", fresh)
 
 
 def test_the_table_stays_bounded_and_keeps_the_latest_clients() -> None:

@@ -108,3 +108,22 @@ export function download(filename, text, type) {
   link.remove();
   setTimeout(() => URL.revokeObjectURL(url), 10_000);
 }
+
+// The server drains for maintenance (spec §21.6): one banner at the top of the page, naming the local time.
+export function showMaintenance(endsAt) {
+  if (typeof endsAt !== "number" || document.getElementById("maintenance-banner")) return;
+  const time = new Date(endsAt).toLocaleTimeString();
+  const text = `This browser restarts for maintenance at ${time}. Finish what you are doing, then start a new session.`;
+  const banner = el("div", { id: "maintenance-banner", class: "maintenance-banner", role: "alert", text });
+  document.querySelector("main")?.prepend(banner);
+  document.body.dataset.maintenance = String(endsAt);
+}
+
+const MAINTENANCE_POLL_MS = 5000;
+const stopWatching = every(MAINTENANCE_POLL_MS, async () => {
+  const notice = await api("/dashboard/maintenance");
+  if (notice && notice.endsAt) {
+    showMaintenance(notice.endsAt);
+    stopWatching();
+  }
+});

@@ -4,7 +4,7 @@
 // When it answers with an error before ever opening (404/405 on a server without it), the page falls back to
 // polling GET /v3/sessions/{id}/messages?after=<last id> and GET /v3/sessions/{id} every second (spec §4.7).
 // Messages are keyed by id, so a replay after a reconnect never shows a card twice.
-import { TERMINAL, api, el, statusBadge } from "./common.js";
+import { TERMINAL, api, el, showMaintenance, statusBadge } from "./common.js";
 import { codeFromMessage, renderMessage } from "./feed.js";
 import { renderOutput } from "./output.js";
 
@@ -195,6 +195,7 @@ function openStream() {
   });
   source.addEventListener("activity", (event) => showActivity(parse(event)));
   source.addEventListener("code", (event) => showCode(parse(event)));
+  source.addEventListener("maintenance_warning", (event) => showMaintenance(parse(event)?.endsAt));
   source.addEventListener("error", () => {
     if (!opened && source.readyState === EventSource.CLOSED) {
       stream = null; // no event stream on this server (404/405): poll instead

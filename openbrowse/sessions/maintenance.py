@@ -1,0 +1,126 @@
+"""Maintenance: the drain a SIGTERM starts (spec §21.6).
+
+The server keeps answering while it drains, so viewers and clients learn what happens:
+
+1. at once: ``notice`` (``maintenance_warning {endsAt}``, ``SHUTDOWN_GRACE_S`` from now) for every SSE stream and
+   live viewer; new runs, follow-ups and raw browsers are refused; parked keep-alive sessions go cold (``idle``,
+   resumable: a later follow-up replays); queued runs and queued raw browsers end (queued runs are re-queued at
+   the next start, as after any shutdown);
+2. until ``endsAt``: running sessions go on; a turn that ends then ends as usual (and never parks);
+3. at ``endsAt``: each session still running stops at its next safe point (a step in progress finishes, a model
+   call in flight is dropped) and ends ``stopped`` with ``endReason: maintenance``; raw browsers end the same way.
+
+Profiles and recordings are saved by the same close path as any other end. The drain finishes early when nothing
+is left to end. Whoever started it (the server) is told when it finished, and then shuts down as usual.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from openbrowse.sessions.run_endings import StopReason
+from openbrowse.shielding import run_shielded
+
+if TYPE_CHECKING:
+    from openbrowse.sessions.browsers import BrowserService
+    from openbrowse.sessions.manager import SessionManager
+
+__all__ = ["Maintenance", "MaintenanceNotice"]
+
+logger = logging.getLogger(__name__)
+
+MAINTENANCE_TEXT = (
+    "This browser restarts for maintenance at {time}. Finish what you are doing, then start a new session."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceNotice:
+    ends_at_ms: int
+    """When the remaining sessions and browsers end, in ms since the epoch (the wire's ``endsAt``)."""
+
+    def wire(self) -> dict[str, object]:
+        return {"type": "maintenance_warning", "endsAt": self.ends_at_ms}
+
+
+class Maintenance:
+    """Owns the drain task: started once by :meth:`begin`, cancelled (shielded) by :meth:`aclose`."""
+
+    def __init__(self, grace_seconds: float) -> None:
+        self.grace_seconds = grace_seconds
+        self.notice: MaintenanceNotice | None = None
+        self.announced = asyncio.Event()
+        self._manager: SessionManager | None = None
+        self._browsers: BrowserService | None = None
+        self._wake_streams: Callable[[], None] | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    def bind(self, manager: SessionManager, browsers: BrowserService, wake_streams: Callable[[], None]) -> None:
+        """The services the drain ends (known once the app has started)."""
+        self._manager, self._browsers, self._wake_streams = manager, browsers, wake_streams
+
+    @property
+    def draining(self) -> bool:
+        return self.notice is not None
+
+    def begin(self, on_drained: Callable[[], None]) -> None:
+        """Start the drain (a repeat does nothing); ``on_drained`` runs once it finished, however it finished."""
+        if self._task is not None:
+            return
+        self._task = asyncio.get_running_loop().create_task(self._drain(), name="maintenance-drain")
+        self._task.add_done_callback(lambda _: on_drained())
+
+    async def aclose(self) -> None:
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await run_shielded(asyncio.wait({task}))
+
+    async def _drain(self) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.grace_seconds
+        self.notice = MaintenanceNotice(round((time.time() + self.grace_seconds) * 1000))
+        self.announced.set()
+        manager, browsers = self._manager, self._browsers
+        if manager is None or browsers is None:
+            return  # not started yet: nothing to end
+        if self._wake_streams is not None:
+            self._wake_streams()
+        logger.info("Draining for maintenance: what still runs in %.0f s ends then", self.grace_seconds)
+        try:
+            manager.draining = True
+            await asyncio.gather(_end_resting(manager), browsers.begin_drain())
+            left = [*_tasks(manager), *browsers.live_tasks()]
+            remaining = deadline - loop.time()
+            if left and remaining > 0:
+                await asyncio.wait(left, timeout=remaining)
+            workers = manager.workers()
+            await asyncio.gather(
+                *(worker.end_for_maintenance() for worker in workers), browsers.aclose(), return_exceptions=True
+            )
+        except Exception:
+            logger.exception("The maintenance drain failed; the shutdown ends what is left")
+        logger.info("Maintenance drain finished")
+
+
+async def _end_resting(manager: SessionManager) -> None:
+    """Parked sessions go cold (idle, resumable) and queued runs stop (re-queued at the next start), first."""
+    ending: list[asyncio.Future[Any]] = []
+    for worker in manager.workers():
+        if worker.phase in {"waiting", "queued"}:
+            ending.append(asyncio.ensure_future(worker.stop(StopReason.SHUTDOWN)))
+        elif worker.release_for_maintenance() and worker.task is not None:
+            ending.append(worker.task)
+    if ending:
+        await asyncio.wait(ending)
+
+
+def _tasks(manager: SessionManager) -> list[asyncio.Task[None]]:
+    return [worker.task for worker in manager.workers() if worker.task is not None]
