@@ -97,3 +97,18 @@ def envelope_in(request: LLMRequest, file: str) -> dict[str, Any]:
     value, _ = json.JSONDecoder().raw_decode(request.text[start:])
     assert isinstance(value, dict)
     return value
+
+
+def settled_with(http: httpx.Client, session_id: str, timeout: float = 120.0) -> dict[str, Any]:
+    """The session (read with ``http``'s credentials) once its turn is over: parked ``idle``, or ended."""
+
+    def read() -> dict[str, Any]:
+        record: dict[str, Any] = http.get(f"/v3/sessions/{session_id}").json()
+        return record
+
+    deadline = time.monotonic() + timeout
+    while (record := read())["status"] not in {"idle", "stopped", "error", "timed_out"}:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{session_id} is still {record['status']}")
+        time.sleep(0.2)
+    return record

@@ -15,6 +15,8 @@ import itertools
 import json
 import shutil
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,24 @@ _addresses = itertools.count(1)
 def start_isolated_server(home: Path, *, slots: int = 1, **env: str) -> ServerProcess:
     env = {"MAX_CONCURRENT_SESSIONS": str(slots), "FORWARDED_ALLOW_IPS": "127.0.0.1", **env}
     return ServerProcess(home=home, env=env, slot_base=free_slot_base(slots)).start()
+
+
+@contextmanager
+def keyed_server(home: Path, api_key: str, *, slots: int = 1, **env: str) -> Iterator[ServerProcess]:
+    """A real server with ``API_KEY`` set, stopped afterwards with nothing of it left running."""
+    process = start_isolated_server(home, slots=slots, API_KEY=api_key, **env)
+    try:
+        yield process
+    finally:
+        process.stop()
+    assert not process.leftovers()
+
+
+@contextmanager
+def keyed_client(server: ServerProcess, api_key: str) -> Iterator[httpx.Client]:
+    """An HTTP client of ``server`` that sends its API key."""
+    with httpx.Client(base_url=server.base_url, headers={"Authorization": f"Bearer {api_key}"}, timeout=60) as client:
+        yield client
 
 
 def stack_processes(server: ServerProcess) -> list[psutil.Process]:

@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.agent_support import agent_steps, data_of, token
-from tests.e2e.browser_support import create_browser, needs_display, start_isolated_server, stop_browser
+from tests.e2e.agent_support import agent_steps, data_of, settled_with, token
+from tests.e2e.browser_support import create_browser, keyed_client, keyed_server, needs_display, stop_browser
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
@@ -28,16 +28,14 @@ AUTH = {"Authorization": f"Bearer {API_KEY}"}
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    env = {**fake.env(), "OPENAI_API_STYLE": "responses", "API_KEY": API_KEY}
-    process = start_isolated_server(tmp_path_factory.mktemp("control-home"), slots=2, **env)
-    yield process
-    process.stop()
-    assert not process.leftovers()
+    env = {**fake.env(), "OPENAI_API_STYLE": "responses"}
+    with keyed_server(tmp_path_factory.mktemp("control-home"), API_KEY, slots=2, **env) as process:
+        yield process
 
 
 @pytest.fixture
 def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.base_url, headers=AUTH, timeout=60) as client:
+    with keyed_client(server, API_KEY) as client:
         yield client
 
 
@@ -54,17 +52,6 @@ def ref_of(snapshot: dict[str, Any], role: str, name: str) -> str:
         if described.get("role") == role and described.get("name") == name:
             return str(ref)
     raise AssertionError(f"no {role} {name!r} among {snapshot['refs']}")
-
-
-def settled(http: httpx.Client, session_id: str) -> dict[str, Any]:
-    """The session once its turn is over (parked ``idle``, or ended)."""
-    wait_until(
-        lambda: http.get(f"/v3/sessions/{session_id}").json()["status"] in {"idle", "stopped", "error"},
-        120,
-        what="the end of the turn",
-    )
-    record: dict[str, Any] = http.get(f"/v3/sessions/{session_id}").json()
-    return record
 
 
 def feed(http: httpx.Client, session_id: str) -> list[dict[str, Any]]:
@@ -190,7 +177,7 @@ def test_a_running_session_is_read_only_and_a_parked_one_is_driven_then_told(
     assert "Send message" in read["snapshot"]
     refused(http.post(f"{base}/navigate", json={"url": f"{site.url}/colour"}), 409, "session_busy")
     gate.open()
-    assert settled(http, sid)["status"] == "idle"
+    assert settled_with(http, sid)["status"] == "idle"
 
     snapshot = ok(http.get(f"{base}/snapshot"))
     name = ref_of(snapshot, "textbox", "Your name")
@@ -201,7 +188,7 @@ def test_a_running_session_is_read_only_and_a_parked_one_is_driven_then_told(
 
     follow = http.post("/v3/sessions", json={"sessionId": sid, "task": "What page is open now?"})
     assert follow.status_code == 200 and follow.json()["status"] == "running", follow.text
-    assert settled(http, sid)["output"] == "I see the colour page you opened."
+    assert settled_with(http, sid)["output"] == "I see the colour page you opened."
     step = [r for r in fake.requests_matching(marker) if r.is_agent_step][-1]
     assert "drove this browser by hand" in step.text and "/navigate" in step.text
     assert "typed-by-hand-secret" not in step.text

@@ -31,7 +31,7 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from tests.e2e.agent_support import agent_steps, token
-from tests.e2e.browser_support import create_browser, needs_display, start_isolated_server, stop_browser
+from tests.e2e.browser_support import create_browser, keyed_client, keyed_server, needs_display, stop_browser
 from tests.fakes.llm_script import Gate, done, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.support.asgi_thread import ThreadedServer
@@ -261,16 +261,14 @@ def form_site() -> Iterator[tuple[FormSite, ThreadedServer]]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    env = {**fake.env(), "OPENAI_API_STYLE": "responses", "API_KEY": API_KEY}
-    process = start_isolated_server(tmp_path_factory.mktemp("openclaw-home"), slots=2, **env)
-    yield process
-    process.stop()
-    assert not process.leftovers()
+    env = {**fake.env(), "OPENAI_API_STYLE": "responses"}
+    with keyed_server(tmp_path_factory.mktemp("openclaw-home"), API_KEY, slots=2, **env) as process:
+        yield process
 
 
 @pytest.fixture
 def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.base_url, headers=AUTH, timeout=60) as client:
+    with keyed_client(server, API_KEY) as client:
         yield client
 
 

@@ -14,8 +14,8 @@ import httpx
 import pytest
 from browser_use_sdk.generated.v3.models import SessionResponse
 
-from tests.e2e.agent_support import agent_steps, data_of, token
-from tests.e2e.browser_support import needs_display, start_isolated_server
+from tests.e2e.agent_support import agent_steps, data_of, settled_with, token
+from tests.e2e.browser_support import keyed_client, keyed_server, needs_display
 from tests.fakes.llm_script import Gate, agent_step, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
@@ -29,31 +29,20 @@ AUTH = {"Authorization": f"Bearer {API_KEY}"}
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    env = {**fake.env(), "OPENAI_API_STYLE": "responses", "API_KEY": API_KEY, "PAUSE_TIMEOUT": "600"}
-    process = start_isolated_server(tmp_path_factory.mktemp("pause-home"), slots=2, **env)
-    yield process
-    process.stop()
-    assert not process.leftovers()
+    env = {**fake.env(), "OPENAI_API_STYLE": "responses", "PAUSE_TIMEOUT": "600"}
+    with keyed_server(tmp_path_factory.mktemp("pause-home"), API_KEY, slots=2, **env) as process:
+        yield process
 
 
 @pytest.fixture
 def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.base_url, headers=AUTH, timeout=60) as client:
+    with keyed_client(server, API_KEY) as client:
         yield client
 
 
 def session_of(http: httpx.Client, session_id: str) -> dict[str, Any]:
     record: dict[str, Any] = http.get(f"/v3/sessions/{session_id}").json()
     return record
-
-
-def settled(http: httpx.Client, session_id: str) -> dict[str, Any]:
-    wait_until(
-        lambda: session_of(http, session_id)["status"] in {"idle", "stopped", "error"},
-        120,
-        what="the end of the turn",
-    )
-    return session_of(http, session_id)
 
 
 def paused(http: httpx.Client, session_id: str) -> dict[str, Any]:
@@ -99,7 +88,7 @@ def test_a_pause_mid_step_cancels_the_call_lets_a_person_drive_and_the_step_is_r
 
         resumed = http.post(f"/v3/sessions/{sid}/resume", json={"note": "Logged in; the colour page is open."})
         assert resumed.status_code == 200 and resumed.json()["pause"] is None and resumed.json()["takeoverUrl"] is None
-        finished = settled(http, sid)
+        finished = settled_with(http, sid)
         assert finished["output"] == "I see the colour page you opened."
         assert finished["stepCount"] == 2, "the interrupted step is redone, not counted twice"
     finally:
@@ -133,7 +122,7 @@ def test_the_agent_asks_for_a_person_and_goes_on_after_the_hand_back(
     assert record["pause"]["by"] == "agent" and record["pause"]["reason"] == "Enter the 2FA code sent to the phone"
     assert record["status"] == "running"
     assert http.post(f"/v3/sessions/{sid}/resume", json={"note": "Code entered."}).status_code == 200
-    finished = settled(http, sid)
+    finished = settled_with(http, sid)
     assert finished["status"] == "stopped" and finished["output"] == "Continued after the person."
     last = [r for r in fake.requests_matching(marker) if r.is_agent_step][-1]
     assert "Code entered." in last.text
@@ -145,7 +134,7 @@ def test_a_parked_session_pauses_at_once_and_refuses_follow_ups_until_resumed(
     marker = token("PARKED")
     fake.script(marker, [done("parked"), done("after the pause")], when=agent_steps)
     sid = http.post("/v3/sessions", json={"task": f"{marker} Say parked.", "keepAlive": True}).json()["id"]
-    assert settled(http, sid)["status"] == "idle"
+    assert settled_with(http, sid)["status"] == "idle"
     record = http.post(f"/v3/sessions/{sid}/pause", json={}).json()
     assert record["status"] == "idle" and record["pause"]["state"] == "paused"
     assert http.post(f"/v3/sessions/{sid}/pause", json={}).status_code == 200, "a repeat is idempotent"
@@ -153,7 +142,7 @@ def test_a_parked_session_pauses_at_once_and_refuses_follow_ups_until_resumed(
     assert refused.status_code == 422 and refused.json()["code"] == "session_paused"
     assert http.post(f"/v3/sessions/{sid}/resume", json={}).json()["pause"] is None
     assert http.post("/v3/sessions", json={"sessionId": sid, "task": "go on"}).status_code == 200
-    assert settled(http, sid)["output"] == "after the pause"
+    assert settled_with(http, sid)["output"] == "after the pause"
     http.post(f"/v3/sessions/{sid}/stop", json={"strategy": "session"})
     ended = http.post(f"/v3/sessions/{sid}/pause", json={})
     assert ended.status_code == 422 and ended.json()["code"] == "session_not_pausable"
