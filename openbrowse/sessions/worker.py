@@ -256,12 +256,8 @@ class SessionWorker:
             finally:
                 self.phase = "closing"
                 self._end_wake(Release("Closing"))
-                await run_shielded(self.pauses.aclose())
-                self._runtime.takeovers.forget(self.session_id)
-                await run_shielded(self._close(engine))
-                if self._sandbox_feed is not None:
-                    await run_shielded(self._sandbox_feed.detach())
-                    self._sandbox_feed = None
+                # one shielded teardown: a cancellation re-raised after one part must not skip the next
+                await run_shielded(self._teardown(engine))
 
     def _start_browser_early(self, lease: SlotLease) -> asyncio.Task[object] | None:
         """The first run after a start waits for browser-use's import: start the slot's browser meanwhile.
@@ -374,6 +370,20 @@ class SessionWorker:
         self.request_release(
             "Keep-alive browser released: display slot handed to a newly started session", final_status=True
         )
+
+    async def _teardown(self, engine: Engine) -> None:
+        """Everything the run holds, each part even when one before it failed: the pause, the browser, the feed."""
+        try:
+            await self.pauses.aclose()
+        except Exception:
+            logger.exception("Ending the pause of session %s failed", self.session_id)
+        self._runtime.takeovers.forget(self.session_id)
+        await self._close(engine)
+        if self._sandbox_feed is not None:
+            try:
+                await self._sandbox_feed.detach()
+            finally:
+                self._sandbox_feed = None
 
     async def _close(self, engine: Engine) -> None:
         await self._runtime.control.browser_closing(self.session_id)
