@@ -264,13 +264,21 @@ class AgentEngine:
         try:
             outcome = await self._runner.run_turn(task, goal=goal, preamble=preamble)
         finally:
-            with contextlib.suppress(Exception):
-                await run_shielded(self._save_costs())
-            await run_shielded(collect_downloads(self._folders, self._files))
-            await run_shielded(self._runner.sweep_files())
+            # one shielded call: a stop re-raised after one part must not skip the next (the secrets sweep last)
+            await run_shielded(self._after_turn())
         if self._profile is not None and (await self._sessions.get(self._record.id)).keep_alive:
             await self._profile.checkpoint()  # a parked browser's logins are saved without waiting for release
         return outcome
+
+    async def _after_turn(self) -> None:
+        """What every turn ends with, however it ended: costs saved, downloads collected, secrets swept."""
+        assert self._runner is not None
+        try:
+            with contextlib.suppress(Exception):
+                await self._save_costs()
+            await collect_downloads(self._folders, self._files)
+        finally:
+            await self._runner.sweep_files()
 
     async def _restore_output(self, preamble: str) -> str:
         """A replayed keep-alive conversation goes on from the answer it had, as a warm follow-up would."""
