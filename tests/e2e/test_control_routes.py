@@ -16,7 +16,14 @@ import httpx
 import pytest
 
 from tests.e2e.agent_support import token
-from tests.e2e.browser_support import create_browser, needs_display, start_isolated_server, stop_browser
+from tests.e2e.browser_support import (
+    create_browser,
+    keyed_client,
+    keyed_server,
+    needs_display,
+    start_isolated_server,
+    stop_browser,
+)
 from tests.e2e.control_routes_site import Browser, ControlSite, ok, ref_of, refused
 from tests.fakes.llm_script import text
 from tests.fakes.llm_server import FakeProvider
@@ -36,16 +43,14 @@ def site() -> Iterator[ControlSite]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    env = {**fake.env(), "OPENAI_API_STYLE": "responses", "API_KEY": API_KEY}
-    process = start_isolated_server(tmp_path_factory.mktemp("control-routes-home"), slots=1, **env)
-    yield process
-    process.stop()
-    assert not process.leftovers()
+    env = {**fake.env(), "OPENAI_API_STYLE": "responses"}
+    with keyed_server(tmp_path_factory.mktemp("control-routes-home"), API_KEY, slots=1, **env) as process:
+        yield process
 
 
 @pytest.fixture(scope="module")
 def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.base_url, headers=AUTH, timeout=60) as client:
+    with keyed_client(server, API_KEY) as client:
         yield client
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.browser_support import create_browser, needs_display, start_isolated_server, stop_browser
+from tests.e2e.browser_support import create_browser, keyed_client, keyed_server, needs_display, stop_browser
 from tests.e2e.control_routes_site import (
     BASIC_PASSWORD,
     BASIC_USER,
@@ -48,15 +48,13 @@ def site() -> Iterator[ControlSite]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    process = start_isolated_server(tmp_path_factory.mktemp("control-state-home"), API_KEY=API_KEY)
-    yield process
-    process.stop()
-    assert not process.leftovers()
+    with keyed_server(tmp_path_factory.mktemp("control-state-home"), API_KEY) as process:
+        yield process
 
 
 @pytest.fixture(scope="module")
 def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.base_url, headers=AUTH, timeout=60) as client:
+    with keyed_client(server, API_KEY) as client:
         yield client
 
 
