@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-APT_PACKAGES := chromium xvfb x11vnc websockify novnc fonts-dejavu-core fonts-liberation bubblewrap socat iproute2
+APT_PACKAGES := chromium xvfb x11vnc websockify novnc fonts-dejavu-core fonts-liberation bubblewrap socat iproute2 ffmpeg
 PYTEST_ARGS ?=
 # Test files run in parallel workers (most of a test is spent waiting on browsers and servers, not on a core).
 TEST_WORKERS ?= 2

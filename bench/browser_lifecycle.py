@@ -123,7 +123,7 @@ def percentile(values: list[float], fraction: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[round(fraction * 100) - 1]
 
 
-def report(results: dict[str, ModeResult], iterations: int, slots: int, markdown: bool) -> None:
+def report(results: dict[str, ModeResult], iterations: int, slots: int, prewarm: int, markdown: bool) -> None:
     header = "| mode | " + " | ".join(f"{phase} p50 / p90 (ms)" for phase in PHASES) + " | success | goal (p50) |"
     lines = [header, "|" + "---|" * (len(PHASES) + 3)]
     for mode, result in results.items():
@@ -133,7 +133,7 @@ def report(results: dict[str, ModeResult], iterations: int, slots: int, markdown
             goals.append(f"total ≤ {GOALS[mode]:.0f} ms")
         success = f"{result.succeeded}/{iterations}"
         lines.append(f"| {mode} | {' | '.join(cells)} | {success} | {', '.join(goals)}; 100 % success |")
-    note = f"\nconcurrency 1, {slots} display slot(s), PREWARM_SLOTS=1"
+    note = f"\nconcurrency 1, {slots} display slot(s), PREWARM_SLOTS={prewarm}"
     text = "\n".join(lines) + "\n" + note
     print(text if markdown else text.replace("|", " "))
     for mode, result in results.items():
@@ -154,12 +154,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--iterations", type=int, default=50)
     parser.add_argument("--slots", type=int, default=1, help="MAX_CONCURRENT_SESSIONS (product default: 1)")
+    parser.add_argument("--prewarm", type=int, default=1, help="PREWARM_SLOTS (product default: 1)")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
-    env = {"MAX_CONCURRENT_SESSIONS": str(args.slots), "PREWARM_SLOTS": "1"}
+    env = {"MAX_CONCURRENT_SESSIONS": str(args.slots), "PREWARM_SLOTS": str(args.prewarm)}
     with fixture_site() as site, served(env) as (server, _fake):
         results = asyncio.run(measure(server, f"{site.url}/hello", args.iterations))
-    report(results, args.iterations, args.slots, args.markdown)
+    report(results, args.iterations, args.slots, args.prewarm, args.markdown)
 
 
 if __name__ == "__main__":

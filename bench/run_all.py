@@ -40,6 +40,8 @@ BENCHMARKS = {
     "burst": "A burst of 2,000 creates against a one-slot server: /health and the dashboard meanwhile",
     "control": "Control API (snapshot, act click, a 20-action batch) against bare Playwright on the same browser",
     "browser_lifecycle": "Raw-browser lifecycle: create, connect, goto, release (BrowserArena style)",
+    "recording": "Recordings: the recorder's CPU, and a session's wall time with and without recording",
+    "mcp_shared": "MCP browser tools: an added owner context in the shared browser against a raw browser on its slot",
 }
 TITLES: dict[str, str] = {}
 PLACEHOLDERS: dict[str, str] = {}

@@ -33,7 +33,7 @@ def _serve(host: str | None, port: int | None) -> int:
     except ConfigError as exc:
         sys.stderr.write(f"openbrowse: {exc.message}\n")
         return 2
-    configure_logging(settings.LOG_LEVEL)
+    configure_logging(settings.LOG_LEVEL, settings.LOG_FORMAT)
     prepare_process_environment(settings.data_dir)
     from openbrowse.server import serve
 

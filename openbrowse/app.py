@@ -16,11 +16,13 @@ from openbrowse.api.body_limit import BodyLimit
 from openbrowse.api.dashboard import install_dashboard
 from openbrowse.api.docs_page import install_docs
 from openbrowse.api.errors import install_error_handlers
+from openbrowse.api.file_urls import FileUrlSigner
 from openbrowse.api.mcp_endpoint import install_mcp, mcp_lifespan
 from openbrowse.api.openapi_docs import GUARDED, finish_openapi
 from openbrowse.api.origin_guard import BrowserGuard, OriginPolicy
-from openbrowse.api.routes import browsers, codeview, events, health, live, profiles, sessions
+from openbrowse.api.routes import browsers, codeview, events, health, live, metrics, profiles, sessions
 from openbrowse.api.routes.control import install_control_routes
+from openbrowse.api.routes.files import install_file_routes
 from openbrowse.api.stream_places import StreamPlaces
 from openbrowse.api.view_tokens import ViewTokens
 from openbrowse.bootstrap import empty_temp_dir, prepare_process_environment
@@ -31,21 +33,28 @@ from openbrowse.file_modes import log_loose_files
 from openbrowse.llm.catalog import EFFORTS, MODELS, resolve_model
 from openbrowse.llm.keys import missing_provider_key
 from openbrowse.loop_lag import LoopLagMonitor
+from openbrowse.network.policy import NetworkRules
 from openbrowse.profiles.service import ProfileService, prepare_directory
 from openbrowse.sessions.activity import ActivityBoard
 from openbrowse.sessions.admission import QueueAdmission
+from openbrowse.sessions.browser_tools import build_browser_tools
 from openbrowse.sessions.browsers import BrowserService
 from openbrowse.sessions.control import ControlService
+from openbrowse.sessions.file_area import RETENTION_SWEEP_S, FileAreas
 from openbrowse.sessions.live import LiveTargets
 from openbrowse.sessions.maintenance import Maintenance
 from openbrowse.sessions.manager import SessionManager
+from openbrowse.sessions.metrics import ServiceMetrics, StateSources
 from openbrowse.sessions.runtime import EngineLoader, WorkerRuntime
+from openbrowse.sessions.sweeper import Sweeper
 from openbrowse.sessions.takeover import TakeoverTokens
+from openbrowse.sessions.webhooks import WebhookDelivery
 from openbrowse.slots.confinement import report_sandbox
 from openbrowse.slots.pool import SlotPool
 from openbrowse.store.browsers import BrowserRepo
 from openbrowse.store.db import Database
 from openbrowse.store.feed import FeedRepo
+from openbrowse.store.outbox import WebhookOutbox
 from openbrowse.store.profiles import ProfileRepo
 from openbrowse.store.sessions import SessionRepo
 
@@ -100,6 +109,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             activity = app.state.activity = ActivityBoard()
             session_repo.listen(activity.touch)
             feed_repo.listen(activity.touch)
+            # webhooks (spec §22.4): written with the change they announce, sent by a worker that outlives the runs
+            outbox = WebhookOutbox(db, settings.WEBHOOK_URL)
+            session_repo.on_change(outbox.session_changed)
+            session_repo.watch(service_metrics.session_changed)
+            webhooks = await stack.enter_async_context(
+                WebhookDelivery(
+                    outbox, settings, NetworkRules.from_settings(settings), on_result=service_metrics.webhook_result
+                )
+            )
+            session_repo.listen(lambda _session_id: webhooks.wake())
+            browser_repo = BrowserRepo(db)
+            browser_repo.on_end(outbox.browser_ended)
+            browser_repo.watch_ends(service_metrics.browser_ended)
+            browser_repo.watch_ends(lambda _browser: webhooks.wake())
             pool = await stack.enter_async_context(
                 SlotPool(settings, base_index=settings.SLOT_BASE_INDEX, spares=settings.PREWARM_SLOTS)
             )
@@ -125,8 +148,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             manager = SessionManager(settings, session_repo, feed_repo, ProfileRepo(db), runtime, admission=admission)
             app.state.manager = await stack.enter_async_context(manager)
             app.state.pool = pool
+            service_metrics.bind(StateSources(session_repo.count_by_status, pool.stats, outbox.pending_count))
             raw_browsers = BrowserService(
-                BrowserRepo(db),
+                browser_repo,
                 profile_service,
                 pool,
                 live_url=lambda browser_id: live_url_for(settings, view_tokens, browser_id),
@@ -134,27 +158,38 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 admission=admission,
                 takeovers=takeovers,
                 takeover_url=lambda browser_id, token: takeover_url_for(settings, view_tokens, browser_id, token),
+                settings=settings,
             )
             app.state.browsers = await stack.enter_async_context(raw_browsers)
+            # MCP browser tools: one shared Chromium on its own slot, one context per MCP session (spec §23.3)
+            app.state.browser_tools = await stack.enter_async_context(
+                build_browser_tools(settings, pool.ledger, raw_browsers)
+            )
             maintenance.bind(manager, raw_browsers, activity.touch_all)
             stack.push_async_callback(maintenance.aclose)  # a drain in progress ends before what it drains closes
             app.state.live_targets = LiveTargets(manager, raw_browsers)
             controls = ControlService(settings, manager, raw_browsers, feed_repo)
             app.state.controls = await stack.enter_async_context(controls)
             runtime.control = controls
+            app.state.file_areas = file_areas = FileAreas(settings, manager, raw_browsers)  # spec §22.2, §22.3
+            await stack.enter_async_context(Sweeper(file_areas.sweep_expired, interval=RETENTION_SWEEP_S))
             runtime.takeovers = takeovers  # a paused session opens a takeover link (spec §21.5)
             runtime.queue_position = pool.queue_position
             app.state.loopback_http = await stack.enter_async_context(
                 httpx.AsyncClient(timeout=LOOPBACK_TIMEOUT, trust_env=False)
             )
-            await stack.enter_async_context(mcp_lifespan(app.state.mcp))  # closed first: its tools use the rest
+            # closed first: its tools use the rest
+            await stack.enter_async_context(mcp_lifespan(app.state.mcp, app.state.browser_tools, app.state.mcp_gate))
             yield
 
     app = FastAPI(title="OpenBrowse", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.settings = settings
+    service_metrics = app.state.metrics = ServiceMetrics()  # GET /metrics (spec §19.3)
     view_tokens = app.state.view_tokens = ViewTokens()  # the tokens in liveUrl (spec §21.4)
     app.state.authenticator = authenticator = Authenticator(settings, view_tokens=view_tokens)
     maintenance = app.state.maintenance = Maintenance(settings.SHUTDOWN_GRACE_S)  # SIGTERM drains (spec §21.6)
+    # signed links to a session's or browser's files; the key never enters a sandbox (spec §22.3)
+    app.state.file_urls = FileUrlSigner.from_key_file(settings.data_dir / "secrets" / "file-url.key")
     takeovers = app.state.takeovers = TakeoverTokens()  # who may send input to a live view (spec §21.5)
     authenticator.takeover_allows = takeovers.allows  # a takeover link also lets its holder watch
     app.state.event_streams = StreamPlaces(settings.EVENTS_MAX_STREAMS_PER_SESSION, settings.EVENTS_MAX_STREAMS)
@@ -172,6 +207,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BrowserGuard, policy=policy)  # added last, so it runs first (spec §2.2)
     install_error_handlers(app)
     app.include_router(health.router, responses=GUARDED)
+    app.include_router(metrics.router, responses=GUARDED)
     # each /v3 router straight into the app: every level of nested routers matches a request's path again
     v3_routers = (
         sessions.router,
@@ -184,6 +220,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for v3_router in (*v3_routers, profiles.router):
         app.include_router(v3_router, prefix="/v3", responses=GUARDED)
     install_control_routes(app)
+    install_file_routes(app)
     install_mcp(app)
     app.include_router(live.router, responses=GUARDED)
     app.include_router(codeview.router, responses=GUARDED)

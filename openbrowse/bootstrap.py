@@ -1,8 +1,8 @@
 """Process environment set before browser-use or CloakBrowser is imported (platform notes §3, spec §3).
 
 Caps glibc's malloc arenas (``memory.py``). Turns off every outbound call browser-use makes by default
-(telemetry, version check, cloud sync, extension downloads), stops it from reconfiguring the root logger, and
-keeps its config and cache under our data dir.
+(telemetry, version check, cloud sync, extension downloads, the LLM API-key check), stops it from reconfiguring
+the root logger, and keeps its config and cache under our data dir.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 
 from openbrowse.memory import limit_malloc_arenas
+from openbrowse.upstream.key_check import SKIP_KEY_CHECK_ENV, SKIP_KEY_CHECK_VALUE
 
 _FIXED = {
     "ANONYMIZED_TELEMETRY": "false",
@@ -23,6 +24,7 @@ _FIXED = {
     "BROWSER_USE_SETUP_LOGGING": "false",
     "BROWSER_USE_ACTION_TIMEOUT_S": "480",
     "CLOAKBROWSER_AUTO_UPDATE": "false",
+    SKIP_KEY_CHECK_ENV: SKIP_KEY_CHECK_VALUE,
 }
 
 

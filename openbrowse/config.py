@@ -12,6 +12,7 @@ import os
 import pwd
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -59,6 +60,16 @@ def is_loopback(host: str) -> bool:
 
 def constant_time_same(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode("utf-8"), b.encode("utf-8"))
+
+
+def webhook_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be a webhook target, or None (the network policy is checked at delivery)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "a webhook URL must be an absolute http:// or https:// URL"
+    if len(url) > 2048:
+        return "a webhook URL must be at most 2048 characters"
+    return None
 
 
 def _comma_list(value: str | None) -> tuple[str, ...]:
@@ -147,6 +158,9 @@ class Settings(BaseSettings):
     CONTROL_EVALUATE: bool = True
     """Whether the browser control API runs page JavaScript for ``act evaluate`` and ``wait fn`` (spec §20.4);
     off, both get 403 ``ACT_EVALUATE_DISABLED``."""
+    SHARED_BROWSER_IDLE_S: float = Field(default=300, gt=0)
+    """Seconds the shared browser of the MCP browser tools (one Chromium, one context per MCP session; spec §23.3)
+    stays up with no MCP session using it; it starts again on the next browser tool call."""
 
     ALLOW_UNSANDBOXED: bool = False
     """Run slots without the per-slot sandbox (own uid, namespaces, cgroup limits) where the kernel refuses it.
@@ -162,11 +176,36 @@ class Settings(BaseSettings):
     SLOT_DISK_MB: int = Field(default=1024, ge=16)
     """Disk cap of one slot's writable area (profile copy, downloads, uploads, scratch) in MiB (spec §24.5)."""
 
+    RECORDING_DEFAULT: bool = False
+    """Record every session's and raw browser's display, as if each request sent ``enableRecording: true``."""
+    RECORDING_FPS: int = Field(default=3, ge=1, le=30)
+    """Frames per second of a recording (spec §22.1): a few are enough to follow a run, and cost little CPU."""
+    RECORDING_FFMPEG: str = "ffmpeg"
+    """The ffmpeg that records (a name on PATH or a path); when it is missing, runs go on without a recording."""
+    ARTIFACT_RETENTION_HOURS: float = Field(default=168, ge=0)
+    """Hours an ended raw browser's files (downloads, uploads, recordings, screenshots) are kept (spec §22.3)."""
+
     CHROME_LIGHT_FLAGS: bool = False
     CHROME_BINARY: str | None = None
     NOVNC_WEB_DIR: Path = Path("/usr/share/novnc")
 
     LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    LOG_FORMAT: Literal["text", "json"] = "text"
+    """``json``: one JSON object per line per log event, with ``sessionId`` when there is one (spec §19.3)."""
+
+    WEBHOOK_URL: str | None = None
+    """Where every session status change, pause and raw-browser end is POSTed (spec §22.4); a session's own
+    ``webhookUrl`` gets its events too."""
+    WEBHOOK_SECRET: str | None = None
+    """Signs each webhook as Browser Use does (``X-Browser-Use-Signature``); unset, webhooks go unsigned."""
+    WEBHOOK_TIMEOUT_S: float = Field(default=10, gt=0, le=60)
+    """Seconds one delivery attempt may take before it counts as failed and is retried."""
+    WEBHOOK_RETRY_BASE_S: float = Field(default=5, gt=0)
+    """Delay before the first retry of a failed delivery; each further retry waits twice as long."""
+    WEBHOOK_RETRY_MAX_S: float = Field(default=900, gt=0)
+    """The longest wait between two attempts of one delivery."""
+    WEBHOOK_RETRY_FOR_S: float = Field(default=86_400, gt=0)
+    """How long a delivery is retried after its event happened before it is recorded as failed."""
 
     EVENTS_PING_INTERVAL: float = Field(default=15, gt=0)
     """Seconds between heartbeat comments on ``/v3/sessions/{id}/events``, so proxies keep the stream open."""
@@ -178,6 +217,14 @@ class Settings(BaseSettings):
     """Agent runs and raw browsers that may wait for a display slot at once; one more is a 429 (spec §25.1)."""
     BROWSER_TOKEN_TTL_S: int = Field(default=900, ge=1, le=86_400)
     """Seconds a raw browser's CDP token opens new connections (spec §21.4); connections already open stay."""
+
+    @field_validator("WEBHOOK_URL")
+    @classmethod
+    def _webhook_url(cls, value: str | None) -> str | None:
+        problem = webhook_url_problem(value) if value else None
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("LOG_LEVEL", mode="before")
     @classmethod

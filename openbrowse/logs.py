@@ -1,11 +1,15 @@
-"""Logging: one line per event, each tagged with the session it belongs to, with every session's secrets hidden."""
+"""Logging: one line per event (text, or one JSON object with ``LOG_FORMAT=json``), each tagged with the session it
+belongs to, with every session's secrets hidden."""
 
 from __future__ import annotations
 
 import contextvars
+import json
 import logging
 import re
 import sys
+from datetime import UTC, datetime
+from typing import Literal
 
 from openbrowse.domain.redaction import REDACTORS
 
@@ -66,10 +70,36 @@ def _redact_secrets(record: logging.LogRecord) -> None:
         record.stack_info = redactor.text(record.stack_info)
 
 
-def configure_logging(level: str = "INFO") -> None:
+class JsonFormatter(logging.Formatter):
+    """``LOG_FORMAT=json`` (spec §19.3): one JSON object per line per event, with ``sessionId`` when there is one.
+
+    Keys: ``time`` (ISO 8601 UTC, milliseconds), ``level``, ``logger``, ``message``, ``sessionId``, ``exception``.
+    A traceback stays inside its object (newlines escaped), so every line parses on its own."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        moment = datetime.fromtimestamp(record.created, UTC)
+        entry: dict[str, object] = {
+            "time": moment.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        session_id = getattr(record, "session_id", "-")
+        if session_id != "-":
+            entry["sessionId"] = session_id
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            entry["exception"] = record.exc_text
+        if record.stack_info:
+            entry["stack"] = self.formatStack(record.stack_info)
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+def configure_logging(level: str = "INFO", log_format: Literal["text", "json"] = "text") -> None:
     """Configure the root logger once; quieten chatty libraries unless we are debugging."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(_FORMAT))
+    handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(_FORMAT))
     handler.addFilter(SessionIdFilter())
     root = logging.getLogger()
     for existing in list(root.handlers):

@@ -1,6 +1,6 @@
 """The model as the agent sees it: cards in the schema, the goal reminder, and a record of every call.
 
-``AgentChatModel`` wraps the session's chat model. For agent steps (``output_format`` named ``AgentOutput``) it
+``AgentChatModel`` wraps the session's chat model. For agent steps (``output_format`` a browser-use ``AgentOutput``) it
 swaps in the card-carrying subclass, appends the periodic ``GOAL:`` reminder, repairs unusable replies
 (``repair``: at most two corrective retries per step), and tells its observer what came
 back (reasoning text, duration) or what failed, so the turn can surface persistent provider faults quickly.
@@ -25,6 +25,7 @@ from openbrowse.agent.pause import PauseSwitch
 from openbrowse.agent.repair import invoke_with_repair
 from openbrowse.domain.activity import NO_ACTIVITY, ActivityKind, ActivityReporter
 from openbrowse.llm.streaming import listening
+from openbrowse.upstream.agent_output import is_agent_output
 
 if TYPE_CHECKING:
     from openbrowse.agent.code_stream import CodeStreamer
@@ -63,8 +64,6 @@ class AgentCallLog:
 
 class AgentChatModel(BaseChatModel):
     """A transparent wrapper; browser-use accepts it as ``llm``."""
-
-    _verified_api_keys = True
 
     def __init__(
         self,
@@ -106,7 +105,7 @@ class AgentChatModel(BaseChatModel):
     async def ainvoke(
         self, messages: list[BaseMessage], output_format: type[T] | None = None, **kwargs: Any
     ) -> ChatInvokeCompletion[T] | ChatInvokeCompletion[str]:
-        if output_format is None or output_format.__name__ != "AgentOutput":
+        if output_format is None or not is_agent_output(output_format):
             return await self._inner.ainvoke(messages, output_format, **kwargs)
         resumed = self._pause.take_note()
         if resumed:

@@ -14,6 +14,8 @@ from typing import Any
 
 from browser_use.filesystem.file_system import FileSystem
 
+from openbrowse.upstream.file_system import register_text_file
+
 INLINE_LIMIT = 2000
 SAMPLE_CHARS = 300
 NAME_CHARS = 80
@@ -40,13 +42,8 @@ def save(files_dir: Path, name: str, content: str | bytes, file_system: FileSyst
 
 def register(file_system: FileSystem | None, name: str, content: str) -> None:
     """Known to browser-use's in-memory file system (text types it supports only)."""
-    if file_system is None or "." not in name:
-        return
-    stem, extension = name.rsplit(".", 1)
-    file_class = file_system._get_file_type_class(extension)
-    if file_class is None or extension in {"pdf", "docx", "png", "gif", "jpg", "jpeg", "webp"}:
-        return
-    file_system.files[name] = file_class(name=stem, content=content)
+    if file_system is not None:
+        register_text_file(file_system, name, content)
 
 
 def envelope(note: str, file: str, data: Any) -> str:

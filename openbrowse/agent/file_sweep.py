@@ -4,7 +4,9 @@ Scripts, drafts, readouts, answer files and downloads land in the session's file
 of them inside the sandbox (a script can write any file there), so rather than trusting each writer the area is
 swept: after every step, at the end of each turn and when the run closes, every regular file changed since the
 last sweep is rewritten with the session's secrets hidden. Binary files are not spared: a value in them is still
-the value, and a file that held a secret is better spoilt than served.
+the value, and a file that held a secret is better spoilt than served. The one exception is ``recordings/``: the
+recorder writes there from outside the page's reach (screen pixels, not text), and rewriting a video while ffmpeg
+appends to it would spoil the whole recording.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from pathlib import Path
 from openbrowse.domain.redaction import Redactor
 
 __all__ = ["FileSweep"]
+
+UNSWEPT_FOLDERS = frozenset({"recordings"})
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +37,12 @@ class FileSweep:
             return []
         rewritten = []
         for folder, dirs, files in os.walk(self._root, followlinks=False):
-            dirs[:] = [name for name in dirs if not os.path.islink(os.path.join(folder, name))]
+            top = folder == str(self._root)
+            dirs[:] = [
+                name
+                for name in dirs
+                if not os.path.islink(os.path.join(folder, name)) and not (top and name in UNSWEPT_FOLDERS)
+            ]
             for name in files:
                 path = os.path.join(folder, name)
                 try:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from browser_use.agent.views import ActionResult
 
 from openbrowse.agent.delivery import save
+from openbrowse.upstream.registered_actions import registered_actions, wrap_action
 
 if TYPE_CHECKING:
     from browser_use import Tools
@@ -151,7 +152,7 @@ class Guard:
 def install_guard(tools: Tools[Any], files_dir: Path) -> Guard:
     """Wrap every listed action currently registered; call after all tools are registered."""
     guard = Guard(files_dir)
-    for name, action in tools.registry.registry.actions.items():
+    for name in list(registered_actions(tools)):
         if name in CAPPED_ACTIONS or name in DEDUPE_ONLY_ACTIONS:
-            action.function = guard.wrap(name, action.function)
+            wrap_action(tools, name, functools.partial(guard.wrap, name))
     return guard

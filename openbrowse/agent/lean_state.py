@@ -22,6 +22,7 @@ from browser_use.browser.views import BrowserStateSummary
 from browser_use.dom.views import SerializedDOMState
 
 from openbrowse.agent.steps import CATEGORIES
+from openbrowse.upstream.state_fetch import override_state_fetch, restore_state_fetch
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +45,6 @@ EXPLANATION = (
     "full state, and its element indices remain valid — you can still use them. The next step after any browser "
     "action gets the full state again."
 )
-_FETCH = "get_browser_state_summary"
 
 
 class LeanState:
@@ -70,7 +70,7 @@ class LeanState:
     async def before_step(self, session: BrowserSession) -> None:
         """Install the one-shot stub for the coming per-step fetch if armed and the URL is unchanged."""
         armed, self._armed_url = self._armed_url, None
-        _uninstall(session)
+        restore_state_fetch(session)
         if armed is None:
             return
         try:
@@ -84,18 +84,14 @@ class LeanState:
         self.stubs_served += 1
 
         async def per_step_fetch(*_args: Any, **_kwargs: Any) -> BrowserStateSummary:
-            _uninstall(session)
+            restore_state_fetch(session)
             return stub
 
-        session.__dict__[_FETCH] = per_step_fetch
+        override_state_fetch(session, per_step_fetch)
 
     def discard(self, session: BrowserSession) -> None:
         """Remove a stub nobody fetched (the step ended before its fetch)."""
-        _uninstall(session)
-
-
-def _uninstall(session: BrowserSession) -> None:
-    session.__dict__.pop(_FETCH, None)
+        restore_state_fetch(session)
 
 
 async def stub_state(session: BrowserSession, url: str) -> BrowserStateSummary:

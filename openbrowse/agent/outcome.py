@@ -11,23 +11,9 @@ import jsonschema
 from openbrowse.agent.steps import first_sentence
 from openbrowse.domain.failures import Failure, FailureKind
 from openbrowse.domain.runs import TurnEnding, TurnOutcome
-from openbrowse.llm.parsing import first_balanced, strip_code_fences
+from openbrowse.llm.parsing import first_json_value
 
 OUTPUT_CLIP = 4000
-
-
-def first_json_value(text: str) -> Any:
-    """The first JSON value recoverable from a done text (fenced or not; object or array), else None."""
-    body = strip_code_fences(text)
-    candidates = [body, text.strip(), first_balanced(body, "{"), first_balanced(body, "[")]
-    for candidate in candidates:
-        if not candidate:
-            continue
-        try:
-            return json.loads(candidate)
-        except ValueError:
-            continue
-    return None
 
 
 def schema_errors(output: Any, schema: dict[str, Any]) -> list[str]:

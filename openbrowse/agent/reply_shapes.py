@@ -9,7 +9,8 @@ provider adapter benefits whatever way it parses. Only shapes with one possible 
 * an argument the action declares as an array or object, sent as a JSON string of that type;
 * ``action`` missing or empty while the actions sit elsewhere: as top-level keys named after actions, or
   serialised into a text field (``thinking``, ``memory``, ``next_goal`` …) as ``"action": […]``, a whole reply
-  object, parameter markup or a bare list of action objects. The leaked text is removed from that field.
+  object, parameter markup or a bare list of action objects (found by ``llm.action_leaks``). The leaked text
+  is removed from that field.
 
 Anything else is left for validation to reject; :mod:`openbrowse.agent.repair` then names the defect.
 """
@@ -17,7 +18,6 @@ Anything else is left for validation to reject; :mod:`openbrowse.agent.repair` t
 from __future__ import annotations
 
 import json
-import re
 import types
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -26,7 +26,8 @@ from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, RootModel
 
-from openbrowse.llm.parsing import balanced_spans, extract_json_object, first_balanced, strip_code_fences
+from openbrowse.llm.action_leaks import find_action_leak
+from openbrowse.llm.parsing import strip_code_fences
 
 TEXT_FIELDS = (
     "thinking",
@@ -38,8 +39,6 @@ TEXT_FIELDS = (
     "next_move",
 )
 _CALL_KEYS = ("arguments", "params", "parameters", "input", "args")
-_ACTION_KEY = re.compile(r'"?action"?\s*[:=]\s*(?=\[)')
-_ACTION_MARKUP = re.compile(r'<parameter name="action">(.*?)(?:</parameter>|$)', re.DOTALL)
 
 
 # -- the action vocabulary of an AgentOutput type ------------------------------------------------------------------
@@ -175,31 +174,6 @@ def _as_list(value: Any, names: Mapping[str, Any]) -> list[Any] | None:
     return items if _looks_like_actions(items, names) else None
 
 
-def _leak_in_text(text: str, names: Mapping[str, Any]) -> tuple[list[Any], str] | None:
-    """``(actions, remaining text)`` when a text field hides an action list."""
-    markup = _ACTION_MARKUP.search(text)
-    if markup is not None:
-        actions = _as_list(markup.group(1).strip(), names)
-        if actions is not None:
-            return actions, text[: text.find("<")].strip()
-    match = _ACTION_KEY.search(text)
-    if match is not None:
-        span = first_balanced(text[match.end() :], "[")
-        actions = _as_list(span, names) if span else None
-        if actions is not None:
-            return actions, text[: match.start()].rstrip().rstrip(",{").rstrip()
-    whole = extract_json_object(text)
-    if whole is not None:
-        actions = _as_list(whole, names)
-        if actions is not None:
-            return actions, text[: text.find("{")].strip()
-    for span in balanced_spans(text, "["):
-        actions = _as_list(span, names)
-        if actions is not None:
-            return actions, text[: text.find(span)].strip()
-    return None
-
-
 def _recover_leak(data: dict[str, Any], names: Mapping[str, Any]) -> dict[str, Any]:
     top_level = [key for key in data if key in names and key != "action"]
     if top_level:
@@ -210,10 +184,9 @@ def _recover_leak(data: dict[str, Any], names: Mapping[str, Any]) -> dict[str, A
         text = data.get(field)
         if not isinstance(text, str) or "{" not in text:
             continue
-        leak = _leak_in_text(text, names)
+        leak = find_action_leak(text, lambda value: _as_list(value, names), knows_actions=True)
         if leak is not None:
-            actions, remaining = leak
-            return {**data, "action": actions, field: remaining or None}
+            return {**data, "action": leak.actions, field: leak.before or None}
     return data
 
 

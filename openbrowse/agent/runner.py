@@ -28,7 +28,6 @@ from openbrowse.agent.pause import PauseSwitch
 from openbrowse.agent.prompts import MAX_ACTIONS_PER_STEP, system_prompt
 from openbrowse.agent.review_loop import ReviewLoop
 from openbrowse.agent.run_feed import RunFeed
-from openbrowse.agent.sdk_free import without_anthropic_sdk
 from openbrowse.agent.secret_typing import confine_secrets
 from openbrowse.agent.steps import failed_step_entry, step_entry
 from openbrowse.agent.structured import StructuredOutput
@@ -52,6 +51,8 @@ from openbrowse.domain.scripts import ScriptRunner
 from openbrowse.domain.secrets import ScopedSecrets
 from openbrowse.llm.failures import classify, is_provider_failure
 from openbrowse.network.policy import NetworkRules
+from openbrowse.upstream.anthropic_import import without_anthropic_sdk
+from openbrowse.upstream.registered_actions import registered_actions
 
 logger = logging.getLogger(__name__)
 
@@ -309,7 +310,7 @@ class AgentRunner:
         extension = "\n\n".join(p for p in (self._spec.system_prompt_extension, self._structured.prompt_block()) if p)
         prompt = system_prompt(
             extension=extension or None,
-            action_names=list(tools.registry.registry.actions),
+            action_names=list(registered_actions(tools)),
             solver=self._spec.captcha_solver,
             start_url=start_url,
         )

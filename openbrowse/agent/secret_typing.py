@@ -8,19 +8,20 @@ reach only :data:`TYPING_ACTIONS`, and only those whose pattern matches both the
 holds the element being typed into; every other action runs with no secrets, so its placeholders stay literal
 text. A placeholder of a known secret typed on a page it is not for is refused with a sentence for the model.
 
-``tests/unit/agent/test_secret_typing_contract.py`` fails when the upstream names this relies on change.
+``tests/unit/agent/test_secret_typing_contract.py`` fails when the upstream names this relies on change; the
+wrapper is installed by ``openbrowse.upstream.registered_actions``.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from browser_use.agent.views import ActionResult
 
 from openbrowse.domain.secrets import ScopedSecrets, secrets_for_url
+from openbrowse.upstream.registered_actions import ExecuteAction, wrap_execute_action
 
 if TYPE_CHECKING:
     from browser_use import BrowserSession, Tools
@@ -33,8 +34,6 @@ TYPING_ACTIONS = frozenset({"input"})
 """browser-use's action that types text into an element (``InputTextAction``: ``index``, ``text``)."""
 _PLACEHOLDER = re.compile(r"<secret>(.*?)</secret>")
 _MARK = "_openbrowse_confined_secrets"
-
-ExecuteAction = Callable[..., Awaitable[Any]]
 
 
 def _focused_url(browser: BrowserSession) -> str | None:
@@ -96,28 +95,30 @@ def confine_secrets(tools: Tools[Any], secrets: ScopedSecrets | None) -> None:
 
     Idempotent per ``Tools``. Without secrets it still strips whatever ``sensitive_data`` the agent passes.
     """
-    registry = tools.registry
-    if getattr(registry, _MARK, False):
+    if getattr(tools.registry, _MARK, False):
         return
-    original: ExecuteAction = registry.execute_action
     scoped: ScopedSecrets = secrets or {}
 
-    async def execute_action(
-        action_name: str,
-        params: dict[str, Any],
-        browser_session: BrowserSession | None = None,
-        *args: Any,
-        sensitive_data: object = None,  # noqa: ARG001 - what the agent passes is replaced, never forwarded
-        **kwargs: Any,
-    ) -> Any:
-        allowed: dict[str, str] = {}
-        if action_name in TYPING_ACTIONS and scoped:
-            allowed = await secrets_for_typing(scoped, browser_session, params)
-            refused = _refusal(scoped, allowed, params)
-            if refused is not None:
-                logger.info("Refused to type a secret on a page it is not for")
-                return refused
-        return await original(action_name, params, browser_session, *args, sensitive_data=allowed or None, **kwargs)
+    def confine(original: ExecuteAction) -> ExecuteAction:
+        async def execute_action(
+            action_name: str,
+            params: dict[str, Any],
+            browser_session: BrowserSession | None = None,
+            *args: Any,
+            sensitive_data: object = None,  # noqa: ARG001 - what the agent passes is replaced, never forwarded
+            **kwargs: Any,
+        ) -> Any:
+            allowed: dict[str, str] = {}
+            if action_name in TYPING_ACTIONS and scoped:
+                allowed = await secrets_for_typing(scoped, browser_session, params)
+                refused = _refusal(scoped, allowed, params)
+                if refused is not None:
+                    logger.info("Refused to type a secret on a page it is not for")
+                    return refused
+            secrets_here = allowed or None
+            return await original(action_name, params, browser_session, *args, sensitive_data=secrets_here, **kwargs)
 
-    registry.execute_action = execute_action  # type: ignore[method-assign]
-    setattr(registry, _MARK, True)
+        return execute_action
+
+    wrap_execute_action(tools, confine)
+    setattr(tools.registry, _MARK, True)

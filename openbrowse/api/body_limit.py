@@ -9,20 +9,23 @@ on. Only the uploads of §22.2, which have their own larger cap, are excepted, b
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable
 
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["BODY_TOO_LARGE", "MAX_BODY_BYTES", "UPLOAD_PATH_PREFIXES", "BodyLimit"]
+__all__ = ["BODY_TOO_LARGE", "MAX_BODY_BYTES", "UPLOAD_PATH", "UPLOAD_PATH_PREFIXES", "BodyLimit"]
 
 logger = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 1 << 20
 BODY_TOO_LARGE = "The request body is larger than the limit of 1 MiB."
 UPLOAD_PATH_PREFIXES: tuple[str, ...] = ()
-"""Paths whose bodies are uploads (spec §22.2, capped by their own route): none yet."""
+"""Path prefixes whose bodies are uploads (spec §22.2, capped by their own route)."""
+UPLOAD_PATH = re.compile(r"/v3/(?:sessions|browsers)/[^/]+/uploads/[^/]+")
+"""``PUT /v3/{sessions|browsers}/{id}/uploads/{name}``: capped at 100 MiB by its route, streamed to disk."""
 
 
 class _BodyTooLarge(Exception):
@@ -40,7 +43,7 @@ class BodyLimit:
         self.exempt_prefixes = tuple(exempt_prefixes)
 
     def _exempt(self, path: str) -> bool:
-        return any(path.startswith(prefix) for prefix in self.exempt_prefixes)
+        return any(path.startswith(prefix) for prefix in self.exempt_prefixes) or bool(UPLOAD_PATH.fullmatch(path))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or self._exempt(str(scope.get("path", ""))):

@@ -72,6 +72,8 @@ class CreateBrowserBody(WireModel):
     browser_screen_width: int | None = Field(default=None, ge=320, le=6144)
     browser_screen_height: int | None = Field(default=None, ge=320, le=3456)
     metadata: dict[str, str] | None = Field(default=None, max_length=MAX_METADATA_PAIRS)
+    enable_recording: bool | None = None
+    """Record the display to an MP4, ``recordingUrl`` once stopped (spec §22.1); default RECORDING_DEFAULT."""
 
     _numbers = field_validator(
         "timeout",
@@ -103,6 +105,7 @@ class CreateBrowserBody(WireModel):
             screen_height=self.browser_screen_height,
             profile_id=self.profile_id,
             metadata=dict(self.metadata or {}),
+            enable_recording=self.enable_recording,
         )
 
 
@@ -130,7 +133,7 @@ class BrowserView(WireModel):
     proxy_cost: str = "0"
     browser_cost: str = "0"
     agent_session_id: None = None
-    recording_url: None = None
+    recording_url: str | None = None
     recording_available: bool = False
     metadata: dict[str, str] = Field(default_factory=dict)
     extensions: list[Any] = Field(default_factory=list)
@@ -203,6 +206,7 @@ def browser_view(
     token: IssuedToken | None = None,
     pause: PauseRecord | None = None,
     takeover_url: str | None = None,
+    recording_url: str | None = None,
 ) -> BrowserView:
     end_reason = browser_end_reason(record.status, record.stop_reason)
     return BrowserView(
@@ -224,4 +228,6 @@ def browser_view(
         token_expires_at=to_wire(token.expires_at) if token else None,
         pause=pause.wire() if pause is not None else None,
         takeover_url=takeover_url,
+        recording_url=recording_url if not record.active else None,
+        recording_available=record.enable_recording and (record.active or recording_url is not None),
     )

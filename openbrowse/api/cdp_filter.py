@@ -8,7 +8,8 @@
 * ``Browser.setDownloadBehavior`` / ``Page.setDownloadBehavior``: downloads always land in ``downloads/``. A
   ``downloadPath`` inside it is kept; any other one, or none, becomes ``downloads/`` (Playwright's
   ``connect_over_cdp`` sends its own temp dir on the client's machine and gives up if that call fails).
-  ``default`` (Chromium's own download folder) becomes ``allow`` into ``downloads/``.
+  ``default`` (Chromium's own download folder) becomes ``allow`` into ``downloads/``, and so does
+  ``allowAndName`` (Playwright's choice): files keep their own names, which the downloads listing shows (§22.2).
 * ``Page.navigate``, ``Target.createTarget`` and ``Network.loadNetworkResource`` refuse ``file:`` and
   ``filesystem:`` URLs (the last one reads local files outside any page's reach).
 * :data:`DENIED` methods are refused outright: they take a host path, open something on the host, or hand a
@@ -213,7 +214,7 @@ class _Checker:
         path = params.get("downloadPath")
         if path is not None and not isinstance(path, str):
             raise _Refused(f"The downloadPath of {method} must be a string.")
-        if behavior == "default":
+        if behavior in {"default", "allowAndName"}:
             behavior = "allow"
         if behavior not in _ALLOWING:
             return None  # deny, or a value Chromium refuses itself

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 from openbrowse.api.output_schema import output_schema_problem
+from openbrowse.config import webhook_url_problem
 from openbrowse.domain.clock import to_wire
 from openbrowse.domain.feed import Message
 from openbrowse.domain.money import format_usd
@@ -45,6 +46,19 @@ class CreateSessionBody(WireModel):
     system_prompt_extension: str | None = None
     max_duration_ms: int | None = Field(default=None, ge=MIN_MAX_DURATION_MS, le=MAX_MAX_DURATION_MS)
     """The whole session's limit, all turns and parked time, counted from its creation (spec §21.1)."""
+    enable_recording: bool | None = None
+    """Record each turn's display to an MP4 listed in ``recordingUrls`` (spec §22.1); default RECORDING_DEFAULT."""
+
+    webhook_url: str | None = None
+    """This session's own webhook target, besides ``WEBHOOK_URL`` (spec §22.4)."""
+
+    @field_validator("webhook_url")
+    @classmethod
+    def _webhook_url(cls, value: str | None) -> str | None:
+        problem = webhook_url_problem(value) if value is not None else None
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("max_cost_usd")
     @classmethod
@@ -135,7 +149,10 @@ class ResumeSessionBody(WireModel):
 
 
 def session_view(
-    record: SessionRecord, takeover_url: str | None = None, queue: dict[str, Any] | None = None
+    record: SessionRecord,
+    takeover_url: str | None = None,
+    queue: dict[str, Any] | None = None,
+    recording_urls: list[str] | None = None,
 ) -> SessionView:
     return SessionView(
         id=record.id,
@@ -148,6 +165,7 @@ def session_view(
         last_step_summary=record.last_step_summary,
         is_task_successful=record.is_task_successful,
         live_url=record.live_url,
+        recording_urls=recording_urls or [],
         profile_id=record.profile_id,
         max_cost_usd=format_usd(record.max_cost_usd) if record.max_cost_usd is not None else None,
         total_input_tokens=record.total_input_tokens,
@@ -171,9 +189,14 @@ def session_view(
     )
 
 
-def session_json(record: SessionRecord, takeover_url: str | None = None, queue: dict[str, Any] | None = None) -> bytes:
+def session_json(
+    record: SessionRecord,
+    takeover_url: str | None = None,
+    queue: dict[str, Any] | None = None,
+    recording_urls: list[str] | None = None,
+) -> bytes:
     """The ``SessionView`` of ``record`` as the JSON bytes FastAPI would send for it (camelCase, compact)."""
-    return session_view(record, takeover_url, queue).model_dump_json(by_alias=True).encode()
+    return session_view(record, takeover_url, queue, recording_urls).model_dump_json(by_alias=True).encode()
 
 
 class SessionListView(WireModel):

@@ -67,6 +67,8 @@ class BrowserRecord:
     idle_timeout_ms: int = DEFAULT_IDLE_TIMEOUT_MS
     queued_at: datetime | None = None
     queue_expires_at: datetime | None = None
+    enable_recording: bool = False
+    """The browser's display is recorded to its ``recordings/`` until it stops (spec §22.1)."""
 
     @property
     def active(self) -> bool:

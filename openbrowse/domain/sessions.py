@@ -88,6 +88,10 @@ class SessionRecord:
     ``expiresAt`` as on the wire."""
     max_duration_ms: int | None = None
     """The whole session's wall-clock limit from ``created_at`` (spec §21.1); None: no limit."""
+    enable_recording: bool = False
+    """Each turn's display is recorded to the session's ``recordings/`` (spec §22.1)."""
+    webhook_url: str | None = None
+    """This session's own webhook target (spec §22.4), besides ``WEBHOOK_URL``."""
 
     @property
     def total_cost_usd(self) -> Decimal:

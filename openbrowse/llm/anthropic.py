@@ -95,8 +95,6 @@ class AnthropicChatModel(BaseChatModel):
     truncation_retry_max_tokens: int = ANTHROPIC_TRUNCATION_RETRY_MAX_TOKENS
     truncation_retry_timeout_s: float = ANTHROPIC_TRUNCATION_RETRY_TIMEOUT_S
 
-    _verified_api_keys = True
-
     @property
     def provider(self) -> str:
         return "anthropic"

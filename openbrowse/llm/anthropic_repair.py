@@ -9,9 +9,9 @@ API sends them) so the answer survives:
   ``action`` list in another): the inputs are merged into one block (``action`` lists concatenated, other
   fields first-non-empty-wins) that takes the first block's place;
 * **action leak** — the ``action`` list is missing (or is a JSON string) and was written into the ``thinking``
-  string instead, as ``<parameter name="action">[…]</parameter>`` markup, as a whole serialised call, or as
-  a trailing ``"action": […]`` fragment: the list is moved back into ``action`` and the leaked text removed
-  from ``thinking``; failing that, the same is looked for in the extended-thinking block;
+  string instead (found by ``action_leaks``: markup, a whole serialised call, an ``"action": […]`` fragment):
+  the list is moved back into ``action`` and the leaked text removed from ``thinking``; failing that, the same
+  is looked for in the extended-thinking block;
 * **tool call rendered as text** — no ``tool_use`` block at all, but the text holds the call as JSON (maybe
   fenced, maybe wrapped as ``{"name": …, "input": {…}}``) or as parameter markup: a ``tool_use`` block is
   synthesised from it.
@@ -22,14 +22,11 @@ Anything that does not fit is left untouched, so browser-use's own recovery and 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-from openbrowse.llm.parsing import decode_serialized_fields, extract_json_object, first_balanced
+from openbrowse.llm.action_leaks import find_action_leak
+from openbrowse.llm.parsing import EMPTY_VALUES, extract_json_object, markup_parameters, merge_replies
 
-_PARAMETER = re.compile(r'<parameter name="([^"]+)">(.*?)(?:</parameter>|</\1>)', re.DOTALL)
-_ACTION_KEY = re.compile(r'"action"\s*:\s*(?=\[)')
-_EMPTY: tuple[object, ...] = (None, "", [], {})
 RECOVERED_TOOL_USE_ID = "toolu_recovered_from_text"
 
 
@@ -41,24 +38,13 @@ def _blocks_of(content: list[Any], kind: str, field: str) -> list[str]:
     return [str(block.get(field) or "") for block in content if isinstance(block, dict) and block.get("type") == kind]
 
 
-def _merge_inputs(inputs: list[dict[str, Any]]) -> dict[str, Any]:
-    merged: dict[str, Any] = {}
-    for data in inputs:
-        for key, value in data.items():
-            if key == "action" and isinstance(value, list) and isinstance(merged.get("action"), list):
-                merged["action"] = [*merged["action"], *value]
-            elif merged.get(key) in _EMPTY:
-                merged[key] = value
-    return merged
-
-
 def merge_tool_calls(content: list[Any]) -> list[Any]:
     """Merge several ``tool_use`` blocks into one (at the first one's position)."""
     tool_blocks = [block for block in content if _is_tool_use(block)]
     if len(tool_blocks) < 2:
         return content
     inputs = [block["input"] for block in tool_blocks if isinstance(block.get("input"), dict)]
-    merged = {**tool_blocks[0], "input": _merge_inputs(inputs)}
+    merged = {**tool_blocks[0], "input": merge_replies(inputs)}
     result: list[Any] = []
     for block in content:
         if block is tool_blocks[0]:
@@ -66,11 +52,6 @@ def merge_tool_calls(content: list[Any]) -> list[Any]:
         elif not _is_tool_use(block):
             result.append(block)
     return result
-
-
-def _parameters(text: str) -> dict[str, Any]:
-    values = {name: value.strip() for name, value in _PARAMETER.findall(text)}
-    return decode_serialized_fields(values) if values else {}
 
 
 def _action_list(value: Any) -> list[Any] | None:
@@ -87,24 +68,12 @@ def _action_list(value: Any) -> list[Any] | None:
 
 
 def _leak_from_thinking(thinking: str) -> tuple[dict[str, Any], str | None] | None:
-    """``(recovered fields, thinking text that remains)`` if ``thinking`` hides an action list."""
-    markup = _parameters(thinking)
-    if _action_list(markup.get("action")) is not None:
-        remaining = markup.get("thinking")
-        return markup, remaining if isinstance(remaining, str) else thinking.split("<", 1)[0].strip() or None
-    whole = extract_json_object(thinking)
-    if whole is not None and _action_list(whole.get("action")) is not None:
-        prefix = thinking[: thinking.find("{")].strip()
-        remaining = whole.get("thinking")
-        return whole, remaining if isinstance(remaining, str) else prefix or None
-    match = _ACTION_KEY.search(thinking)
-    if match is not None:
-        span = first_balanced(thinking[match.end() :], "[")
-        actions = _action_list(span) if span else None
-        if actions is not None:
-            remaining = thinking[: match.start()].rstrip().rstrip(",{").rstrip()
-            return {"action": actions}, remaining or None
-    return None
+    """``(recovered fields with the action list, thinking text that remains)`` if ``thinking`` hides one."""
+    leak = find_action_leak(thinking, _action_list)
+    if leak is None:
+        return None
+    remaining = leak.fields.get("thinking")
+    return {**leak.fields, "action": leak.actions}, remaining if isinstance(remaining, str) else leak.before or None
 
 
 def recover_leaked_action(data: dict[str, Any]) -> dict[str, Any]:
@@ -128,7 +97,7 @@ def recover_leaked_action(data: dict[str, Any]) -> dict[str, Any]:
             continue
         if key == "action":
             repaired["action"] = _action_list(value)
-        elif repaired.get(key) in _EMPTY:
+        elif repaired.get(key) in EMPTY_VALUES:
             repaired[key] = value
     repaired["thinking"] = remaining
     return repaired
@@ -154,7 +123,7 @@ def tool_call_from_text(content: list[Any], tool_name: str) -> list[Any]:
     text = "".join(_blocks_of(content, "text", "text"))
     if not text.strip():
         return content
-    data: dict[str, Any] | None = _parameters(text) or None
+    data: dict[str, Any] | None = markup_parameters(text) or None
     if data is None:
         found = extract_json_object(text)
         data = _unwrap_call(found, tool_name) if found is not None else None
@@ -178,7 +147,7 @@ def recover_from_thinking_block(data: dict[str, Any], thinking: str) -> dict[str
     repaired = dict(data)
     repaired["action"] = _action_list(recovered.get("action"))
     for key, value in recovered.items():
-        if key not in ("action", "thinking") and repaired.get(key) in _EMPTY:
+        if key not in ("action", "thinking") and repaired.get(key) in EMPTY_VALUES:
             repaired[key] = value
     return repaired
 

@@ -12,17 +12,15 @@ The reading is browser-use's ``ChatAnthropic``'s, kept so the agent sees the sam
 
 from __future__ import annotations
 
-import contextlib
 import json
-import re
 from typing import Any, TypeVar
 
 from browser_use.llm.views import ChatInvokeCompletion, ChatInvokeUsage
 from pydantic import BaseModel
 
-T = TypeVar("T", bound=BaseModel)
+from openbrowse.llm.parsing import decode_serialized_fields, json_candidates, markup_parameters
 
-_PARAMETER = re.compile(r'<parameter name="([^"]+)">(.*?)(?:</parameter>|</\1>)', re.DOTALL)
+T = TypeVar("T", bound=BaseModel)
 
 
 def stop_details(message: dict[str, Any]) -> dict[str, Any] | None:
@@ -60,36 +58,6 @@ def text_completion(message: dict[str, Any], usage: ChatInvokeUsage | None) -> C
     )
 
 
-def json_candidates(text: str) -> list[str]:
-    """The text, a fenced block's body, and the outermost ``{…}`` / ``[…]`` spans, in that order."""
-    candidates: list[str] = []
-    stripped = text.strip()
-    if stripped:
-        candidates.append(stripped)
-    if stripped.startswith("```") and stripped.endswith("```"):
-        lines = stripped.splitlines()
-        if len(lines) >= 3:
-            candidates.append("\n".join(lines[1:-1]).strip())
-    for opener, closer in (("{", "}"), ("[", "]")):
-        start, end = stripped.find(opener), stripped.rfind(closer)
-        if start != -1 and end > start:
-            candidates.append(stripped[start : end + 1])
-    return list(dict.fromkeys(candidate for candidate in candidates if candidate))
-
-
-def repair_serialized_fields(values: dict[str, Any]) -> dict[str, Any]:
-    """Decode fields the model double-serialised as JSON strings (in place, as browser-use does)."""
-    for key, value in values.items():
-        if isinstance(value, str) and value.startswith(("[", "{")):
-            try:
-                values[key] = json.loads(value)
-            except json.JSONDecodeError:
-                cleaned = value.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
-                with contextlib.suppress(json.JSONDecodeError):
-                    values[key] = json.loads(cleaned)
-    return values
-
-
 def _completion(
     value: T, message: dict[str, Any], usage: ChatInvokeUsage | None, **extra: Any
 ) -> ChatInvokeCompletion[T]:
@@ -110,15 +78,15 @@ def _from_serialized_call(
     if not isinstance(thinking, str):
         return None
     candidates: list[Any] = []
-    markup = {name: value.strip() for name, value in _PARAMETER.findall(thinking)}
+    markup = markup_parameters(thinking)
     if markup:
-        candidates.append(repair_serialized_fields(markup))
+        candidates.append(markup)
     for text in json_candidates(thinking):
         try:
             candidate = json.loads(text)
         except (json.JSONDecodeError, TypeError):
             continue
-        candidates.append(repair_serialized_fields(candidate) if isinstance(candidate, dict) else candidate)
+        candidates.append(decode_serialized_fields(candidate) if isinstance(candidate, dict) else candidate)
     for candidate in candidates:
         try:
             return _completion(output_format.model_validate(candidate), message, usage)
@@ -136,7 +104,7 @@ def _from_tool_input(
         if isinstance(tool_input, str):
             tool_input = json.loads(tool_input)
         elif isinstance(tool_input, dict):
-            tool_input = repair_serialized_fields(tool_input)
+            tool_input = decode_serialized_fields(tool_input)
         else:
             raise
         try:

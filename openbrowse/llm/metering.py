@@ -88,8 +88,6 @@ class MeteredChatModel(BaseChatModel):
     wrapper over the same inner model with another label.
     """
 
-    _verified_api_keys: bool = True
-
     def __init__(
         self,
         inner: BaseChatModel,

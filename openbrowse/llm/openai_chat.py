@@ -79,8 +79,6 @@ class ChatCompletionsModel(OpenAIProtocolModel):
     """Streamed calls ask for a usage chunk (``stream_options``); off for good once the server rejects that."""
     provider_name: str = "openai"
 
-    _verified_api_keys = True
-
     @property
     def provider(self) -> str:
         return self.provider_name

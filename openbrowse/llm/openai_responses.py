@@ -104,8 +104,6 @@ class ResponsesChatModel(OpenAIProtocolModel):
     reasoning_summaries: bool = True
     """Ask for reasoning summaries; switched off for good once the organisation rejects them."""
 
-    _verified_api_keys = True
-
     @property
     def provider(self) -> str:
         return "openai"

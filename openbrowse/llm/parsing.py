@@ -1,7 +1,13 @@
-"""Schema-in-prompt structured output: the instruction we append, and tolerant parsing of what comes back.
+"""Model replies as text → JSON, for every provider: the one place that finds JSON in what a model wrote.
 
-Used by the OpenAI adapters (Responses and Chat Completions), which never use provider-side structured output
-or tools (spec §10.6): the output schema rides in the system prompt and the reply is parsed leniently:
+The pieces (code fences, balanced ``{…}``/``[…]`` spans, parameter markup, double-serialised fields, replies split
+over several objects) serve the Anthropic reply reader and repairs (``anthropic_reply``, ``anthropic_repair``),
+the agent's shape coercion and outcome (``agent.reply_shapes``, ``agent.outcome``) and the schema-in-prompt
+structured output below; action lists that leaked out of place are found in ``action_leaks``.
+
+Schema-in-prompt structured output is used by the OpenAI adapters (Responses and Chat Completions), which never
+use provider-side structured output or tools (spec §10.6): the output schema rides in the system prompt and the
+reply is parsed leniently:
 
 1. strip Markdown code fences;
 2. take the first *balanced* JSON object in the text that parses (strings and escapes respected), falling
@@ -29,6 +35,7 @@ from pydantic import BaseModel, ValidationError
 T = TypeVar("T", bound=BaseModel)
 
 _FENCE = re.compile(r"```[ \t]*[A-Za-z0-9_-]*[ \t]*\r?\n?(.*?)```", re.DOTALL)
+_PARAMETER = re.compile(r'<parameter name="([^"]+)">(.*?)(?:</parameter>|</\1>)', re.DOTALL)
 
 
 class UnusableOutputError(ModelProviderError):
@@ -121,19 +128,53 @@ def extract_json_object(text: str) -> dict[str, Any] | None:
     return None
 
 
+def first_json_value(text: str) -> Any:
+    """The first JSON value recoverable from a text (fenced or not; any value, the whole text preferred to a
+    ``{…}`` span, then a ``[…]`` span), else None."""
+    body = strip_code_fences(text)
+    for candidate in (body, text.strip(), first_balanced(body, "{"), first_balanced(body, "[")):
+        if not candidate:
+            continue
+        try:
+            return json.loads(candidate)
+        except ValueError:
+            continue
+    return None
+
+
 def decode_serialized_fields(values: dict[str, Any]) -> dict[str, Any]:
-    """Decode top-level string fields that hold JSON arrays/objects (a common double-serialisation slip)."""
+    """Decode top-level string fields that hold JSON arrays/objects (a common double-serialisation slip).
+
+    Raw control characters inside their strings are accepted (a model's literal newline in a value)."""
     repaired = dict(values)
     for key, value in values.items():
         if isinstance(value, str) and value.lstrip().startswith(("[", "{")):
             try:
-                repaired[key] = json.loads(value)
+                repaired[key] = json.loads(value, strict=False)
             except ValueError:
                 continue
     return repaired
 
 
-_EMPTY: tuple[object, ...] = (None, "", [], {})
+def markup_parameters(text: str) -> dict[str, Any]:
+    """The ``<parameter name="…">…</parameter>`` values in ``text`` (a call written as markup), JSON decoded."""
+    values = {name: value.strip() for name, value in _PARAMETER.findall(text)}
+    return decode_serialized_fields(values) if values else {}
+
+
+EMPTY_VALUES: tuple[object, ...] = (None, "", [], {})
+
+
+def merge_replies(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    """Parts of one reply merged: ``action`` lists concatenated, every other field first-non-empty-wins."""
+    merged: dict[str, Any] = {}
+    for value in objects:
+        for key, item in value.items():
+            if key == "action" and isinstance(item, list) and isinstance(merged.get("action"), list):
+                merged["action"] = [*merged["action"], *item]
+            elif merged.get(key) in EMPTY_VALUES:
+                merged[key] = item
+    return merged
 
 
 def merged_objects(text: str) -> dict[str, Any] | None:
@@ -146,16 +187,7 @@ def merged_objects(text: str) -> dict[str, Any] | None:
             continue
         if isinstance(value, dict):
             objects.append(value)
-    if len(objects) < 2:
-        return None
-    merged: dict[str, Any] = {}
-    for value in objects:
-        for key, item in value.items():
-            if key == "action" and isinstance(item, list) and isinstance(merged.get("action"), list):
-                merged["action"] = [*merged["action"], *item]
-            elif merged.get(key) in _EMPTY:
-                merged[key] = item
-    return merged
+    return merge_replies(objects) if len(objects) >= 2 else None
 
 
 def parse_structured(text: str, output_format: type[T], *, model: str | None = None) -> T:

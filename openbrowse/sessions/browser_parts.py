@@ -61,6 +61,8 @@ class BrowserRequest:
     screen_height: int | None = None
     profile_id: str | None = None
     metadata: Mapping[str, str] = field(default_factory=dict)
+    enable_recording: bool | None = None
+    """Record the display until the browser stops (spec §22.1); None: the server's RECORDING_DEFAULT."""
 
     @property
     def window_size(self) -> tuple[int, int] | None:

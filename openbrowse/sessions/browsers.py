@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
 import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from openbrowse.domain.browser_folders import BrowserFolders
 from openbrowse.domain.browsers import (
@@ -51,11 +51,16 @@ from openbrowse.sessions.browser_lifetime import BrowserActivity, Lifetime, wait
 from openbrowse.sessions.browser_parts import BrowserLease, BrowserRequest, BrowserSlot, CdpEndpoint, SlotSource
 from openbrowse.sessions.browser_tokens import BrowserTokens, IssuedToken
 from openbrowse.sessions.pausing import PauseRecord
-from openbrowse.sessions.profile_sync import ProfileSync
+from openbrowse.sessions.profile_sync import BASE_FILE, ProfileSync
+from openbrowse.sessions.recordings import DisplayRecording, browser_recording, finalize_all_leftovers
 from openbrowse.sessions.runtime import LiveSlot
+from openbrowse.sessions.slot_downloads import collect_downloads, folders_of
 from openbrowse.sessions.takeover import TakeoverTokens
 from openbrowse.shielding import run_shielded
 from openbrowse.store.browsers import BrowserRepo
+
+if TYPE_CHECKING:
+    from openbrowse.config import Settings
 
 __all__ = ["BrowserRequest", "BrowserService", "CdpEndpoint"]
 
@@ -83,6 +88,8 @@ class _Running:
         self.pause: PauseRecord | None = None
         self.takeover_token: str | None = None
         self.ended = asyncio.Event()  # access cut and row stopped; the slot may still be tearing down
+        self.folders: BrowserFolders | None = None  # the slot's uploads/ and downloads/ while it is up
+        self.recording: DisplayRecording | None = None  # enableRecording: the display, until the browser ends
 
     def request_stop(self, reason: BrowserStopReason) -> None:
         """Ask the browser to end. Before it is up there is nothing to wait for: the start is cancelled."""
@@ -120,7 +127,11 @@ class BrowserService:
         admission: QueueAdmission | None = None,
         takeovers: TakeoverTokens | None = None,
         takeover_url: Callable[[str, str], str] | None = None,
+        settings: Settings | None = None,
     ) -> None:
+        """``settings``: what recordings need (spec §22.1); without them no raw browser is recorded."""
+        self._settings = settings
+        self._records_by_default = settings.RECORDING_DEFAULT if settings is not None else False
         self._repo = browsers
         self._profiles = profiles
         self._pool = pool
@@ -142,6 +153,8 @@ class BrowserService:
         stale = await self._repo.stop_all_active(reason=BrowserStopReason.RESTART, finished_at=self._clock())
         if stale:
             logger.info("Marked %d raw browser(s) of a previous process as stopped", stale)
+        if self._files_dir is not None:  # recordings cut short by that process's end
+            await asyncio.to_thread(finalize_all_leftovers, self._files_dir)
         return self
 
     async def __aexit__(
@@ -347,9 +360,11 @@ class BrowserService:
                 return
             browser.leased = True
             slot = await lease.start_browser(vnc=False, window_size=browser.request.window_size)
-            await asyncio.to_thread(BrowserFolders(uploads=slot.uploads_dir, downloads=slot.downloads_dir).ensure)
+            browser.folders = await folders_of(slot, self._files_dir / browser.id if self._files_dir else None)
             browser.profile = await self._load_profile(browser, slot)
             record = browser.record = await self._go_live(browser)
+            if record.enable_recording and self._settings is not None and self._files_dir is not None:
+                browser.recording = await browser_recording(self._settings, self._files_dir / browser.id, slot)
             browser.slot = slot
             browser.activity.touch()  # the idle clock starts when the browser is up
             if not browser.ready.done():
@@ -420,6 +435,7 @@ class BrowserService:
             idle_timeout_ms=request.idle_timeout_ms,
             queued_at=now if queue_seconds is not None else None,
             queue_expires_at=now + timedelta(seconds=queue_seconds) if queue_seconds is not None else None,
+            enable_recording=self._records_by_default if request.enable_recording is None else request.enable_recording,
         )
         return await self._repo.insert(record)
 
@@ -447,11 +463,16 @@ class BrowserService:
             try:
                 if self.before_end is not None:
                     await self.before_end(browser.id)
+                recording, browser.recording = browser.recording, None
+                if recording is not None:  # final, and so listed, before the stop is answered
+                    await recording.finish()
                 profile, browser.profile = browser.profile, None
                 if profile is not None:
                     await profile.finish()  # before the slot's Chromium stops
                     assert self._files_dir is not None
-                    await asyncio.to_thread(shutil.rmtree, self._files_dir / browser.id, True)
+                    await asyncio.to_thread(_remove_profile_base, self._files_dir / browser.id)
+                if self._files_dir is not None:  # listed after the end (spec §22.2): out of the slot before it goes
+                    await collect_downloads(browser.folders, self._files_dir / browser.id)
             finally:
                 if record is not None:
                     await self._repo.mark_stopped(browser.id, reason=browser.reason, finished_at=self._clock())
@@ -460,6 +481,11 @@ class BrowserService:
             browser.ended.set()  # answers the stop and closes the browser's open connections
             if lease is not None:
                 await lease.release()
+
+
+def _remove_profile_base(files_dir: Path) -> None:
+    """The merged profile's base snapshot is the server's own; the browser's other files stay (spec §22.3)."""
+    (files_dir / BASE_FILE).unlink(missing_ok=True)
 
 
 async def _first_of(ended: Awaitable[bool], task: asyncio.Task[None]) -> None:

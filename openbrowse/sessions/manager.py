@@ -34,6 +34,7 @@ from openbrowse.errors import BrowserUnavailable, InvalidRequest, NotPausable, N
 from openbrowse.sessions.admission import QueueAdmission
 from openbrowse.sessions.locks import KeyedLocks
 from openbrowse.sessions.max_duration import end_overdue_sessions, refuse_if_overdue
+from openbrowse.sessions.recordings import finalize_leftovers
 from openbrowse.sessions.requests import (
     SessionCreate,
     follow_up_ceiling,
@@ -119,6 +120,7 @@ class SessionManager:
                 browser_live=False,
             )
             await self.feed.append(record.id, FeedEntry.system("restart", "Interrupted by server restart"))
+            await asyncio.to_thread(finalize_leftovers, self._settings.sessions_dir / record.id)  # cut short by it
         for record in await self.sessions.with_status(SessionStatus.IDLE):
             if record.browser_live:
                 await self.apply(record.id, Trigger.GO_COLD, live_url=None, browser_live=False)
@@ -315,6 +317,10 @@ class SessionManager:
             max_cost_usd=budget,
             allowance_usd=budget,
             max_duration_ms=request.max_duration_ms,
+            webhook_url=request.webhook_url,
+            enable_recording=self._settings.RECORDING_DEFAULT
+            if request.enable_recording is None
+            else request.enable_recording,
         )
         with self._queue_place(needed=bool(task)):
             self._hold_secrets(record.id, record.sensitive_data)
@@ -416,6 +422,10 @@ class SessionManager:
                     changed.append(label)
         if request.sent("keep_alive") and request.keep_alive is not None:
             changes["keep_alive"] = request.keep_alive
+        if request.sent("webhook_url"):  # spec §22.4: this session's own target, from this change on
+            changes["webhook_url"] = request.webhook_url
+        if request.enable_recording is not None:  # from the next turn on
+            changes["enable_recording"] = request.enable_recording
         ceiling, ceiling_changes = follow_up_ceiling(
             self._settings,
             sent_max_cost=request.max_cost_usd if request.sent("max_cost_usd") else None,

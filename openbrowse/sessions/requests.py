@@ -32,6 +32,8 @@ class SessionCreate:
     """As sent: validated and scoped by :func:`openbrowse.domain.secrets.scope_secrets` with the task."""
     system_prompt_extension: str | None = None
     max_duration_ms: int | None = None
+    enable_recording: bool | None = None
+    webhook_url: str | None = None
     retired_field: str | None = None
     sent_fields: frozenset[str] = frozenset()
 

@@ -195,7 +195,7 @@ class AgentEngine:
         self._goal = asyncio.create_task(self._preflight(task), name=f"preflight-{self._record.id}")
         try:
             self._slot = await lease.start_browser()
-            self._folders = await folders_of(self._slot)
+            self._folders = await folders_of(self._slot, self._files)  # uploads made before this turn too
             if self._record.profile_id and self._profiles is not None:
                 self._profile = await ProfileSync.start(
                     self._profiles, self._record.profile_id, self._files, self._slot.cdp_ws_url, self._profile_note
@@ -207,6 +207,10 @@ class AgentEngine:
                     headless=False,
                     user_data_dir=str(self._files / "browser-use"),
                     downloads_path=str(self._folders.downloads),  # Chromium sees only its slot's folders
+                    # browser-use would re-fetch attachments and PDFs itself and write them, as the server's uid,
+                    # into that sandbox-writable folder (a planted link there would take the write anywhere), and
+                    # every such download would be listed twice; Chromium's own download is the one kept (§22.2)
+                    auto_download_pdfs=False,
                     cross_origin_iframes=True,
                     highlight_elements=True,
                 )

@@ -21,13 +21,13 @@ from openbrowse.domain.runs import Salvage, TurnOutcome
 from openbrowse.domain.sessions import SessionRecord
 from openbrowse.errors import ProcessDied
 from openbrowse.llm.factory import provider_modules
-from openbrowse.llm.tls import share_httpx_default_context
 from openbrowse.profiles.service import ProfileService
 from openbrowse.sessions.activity import ActivityBoard
 from openbrowse.sessions.bus_threads import keep_event_buses_per_thread
 from openbrowse.sessions.engine_host import HomeActivity, HomeFeed, HomeLoop, HomeProfiles, HomeSessions, HostedEngine
 from openbrowse.store.feed import FeedRepo
 from openbrowse.store.sessions import SessionRepo
+from openbrowse.upstream.httpx_tls import share_httpx_default_context
 
 if TYPE_CHECKING:
     from pathlib import Path

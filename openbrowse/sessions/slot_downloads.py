@@ -16,12 +16,14 @@ from typing import Protocol
 
 from openbrowse.agent.confined_files import FileRefused, move_files
 from openbrowse.domain.browser_folders import BrowserFolders
+from openbrowse.sessions.area_files import share_folder
 
-__all__ = ["DOWNLOADS", "collect_downloads", "folders_of"]
+__all__ = ["DOWNLOADS", "UPLOADS", "collect_downloads", "folders_of"]
 
 logger = logging.getLogger(__name__)
 
 DOWNLOADS = "downloads"
+UPLOADS = "uploads"
 
 
 class FolderSlot(Protocol):
@@ -32,10 +34,16 @@ class FolderSlot(Protocol):
     def downloads_dir(self) -> Path: ...
 
 
-async def folders_of(slot: FolderSlot) -> BrowserFolders:
-    """The slot's ``uploads/`` and ``downloads/``, created if missing."""
-    folders = BrowserFolders(uploads=slot.uploads_dir, downloads=slot.downloads_dir)
-    return await asyncio.to_thread(folders.ensure)
+async def folders_of(slot: FolderSlot, files_dir: Path | None = None) -> BrowserFolders:
+    """The slot's ``uploads/`` and ``downloads/``, created if missing; with ``files_dir``, the files uploaded to
+    that file area are copied into the slot's ``uploads/``, where the browser can reach them (spec §22.2)."""
+    folders = await asyncio.to_thread(BrowserFolders(uploads=slot.uploads_dir, downloads=slot.downloads_dir).ensure)
+    if files_dir is not None:
+        try:
+            await asyncio.to_thread(share_folder, files_dir / UPLOADS, folders.uploads)
+        except OSError as exc:
+            logger.warning("Could not share the uploads of %s with its browser: %s", files_dir.name, exc)
+    return folders
 
 
 async def collect_downloads(folders: BrowserFolders | None, files_dir: Path) -> list[Path]:

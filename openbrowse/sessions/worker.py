@@ -27,6 +27,7 @@ from openbrowse.logs import session_id_var
 from openbrowse.sessions.max_duration import DeadlineTimer
 from openbrowse.sessions.pausing import PausedBy, SessionPause
 from openbrowse.sessions.pressure import host_pressure
+from openbrowse.sessions.recordings import session_recording
 from openbrowse.sessions.run_endings import EndingRecorder, Phase, Release, StopReason
 from openbrowse.sessions.sandbox_feed import SandboxFeed
 from openbrowse.sessions.states import Trigger
@@ -68,6 +69,7 @@ class SessionWorker:
         self._wake: asyncio.Future[str | Release] | None = None
         self.pauses = SessionPause(session_id, runtime, self._pause_expired)
         self._deadline = DeadlineTimer(self._max_duration_reached)
+        self._recording = session_recording(runtime.settings, session_id, runtime.feed)  # one file per turn
 
     # -- control from the manager ------------------------------------------------------------------------------
     def start(self, on_done: Callable[[SessionWorker], None]) -> None:
@@ -244,7 +246,10 @@ class SessionWorker:
                 while True:
                     self.phase = "running"
                     began, paused_before = asyncio.get_running_loop().time(), self.pauses.paused_seconds()
+                    if (await runtime.sessions.get(self.session_id)).enable_recording and isinstance(lease, PoolLease):
+                        await self._recording.begin(lease.slot)
                     outcome = await bounded_turn(runtime, self.session_id, engine, task, paused=self.pauses)
+                    await self._recording.finish()  # final (and listed) before the turn's end is recorded
                     paused_during = self.pauses.paused_seconds() - paused_before
                     runtime.turn_seconds.append(asyncio.get_running_loop().time() - began - paused_during)
                     if not await self._finish_turn(engine, outcome):
@@ -372,7 +377,12 @@ class SessionWorker:
         )
 
     async def _teardown(self, engine: Engine) -> None:
-        """Everything the run holds, each part even when one before it failed: the pause, the browser, the feed."""
+        """Everything the run holds, each part even when one before it failed: the pause, the recording, the browser,
+        the feed."""
+        try:
+            await self._recording.finish()
+        except Exception:
+            logger.exception("Saving the recording of session %s failed", self.session_id)
         try:
             await self.pauses.aclose()
         except Exception:

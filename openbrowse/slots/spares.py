@@ -13,6 +13,9 @@ be started (``PREWARM_SLOTS`` wanted, a free slot index and nobody queued) and h
 * Before the hand-over the browser is probed: the slot's processes alive, CDP ``/json/version`` answering, exactly
   one page target and it is ``about:blank``, the window of the requested size. Anything else: the spare is stopped
   and the caller gets a cold start on the same slot.
+* A started spare is ``warming`` until its processes settle (Chromium's own start-up work goes on for about a
+  second after CDP answers, and a client arriving then pays ~0.15 s more for its first connect and page); only
+  then is it ``ready``. A caller never waits for this: it takes a warming spare as it is.
 * An idle spare whose Xvfb or Chromium dies is stopped and its slot given back; the keeper does not start another
   one right away (a browser that keeps crashing would otherwise restart in a loop); the next release or lease does.
 
@@ -33,6 +36,7 @@ from typing import TYPE_CHECKING
 from openbrowse.shielding import run_shielded
 from openbrowse.slots.layout import SCREEN_HEIGHT, SCREEN_WIDTH
 from openbrowse.slots.probes import loopback_http_json
+from openbrowse.slots.settle import settle
 
 if TYPE_CHECKING:
     from openbrowse.slots.slot import Slot
@@ -47,6 +51,7 @@ PROBE_TIMEOUT = 2.0
 
 class SpareState(StrEnum):
     STARTING = "starting"
+    WARMING = "warming"
     READY = "ready"
     DEAD = "dead"
 
@@ -58,6 +63,7 @@ class Spare:
     index: int
     slot: Slot
     started: asyncio.Event = field(default_factory=asyncio.Event)
+    settled: asyncio.Event = field(default_factory=asyncio.Event)
     handed: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     ok: bool = False
 
@@ -65,7 +71,9 @@ class Spare:
     def state(self) -> SpareState:
         if not self.started.is_set():
             return SpareState.STARTING
-        return SpareState.READY if self.ok and self.slot.running else SpareState.DEAD
+        if not (self.ok and self.slot.running):
+            return SpareState.DEAD
+        return SpareState.READY if self.settled.is_set() else SpareState.WARMING
 
 
 class SpareKeeper:
@@ -111,7 +119,7 @@ class SpareKeeper:
         """Remove a spare for a caller (ready, else starting, else dead); the caller must :meth:`adopt` it."""
         if not self._spares:
             return None
-        preference = (SpareState.READY, SpareState.STARTING, SpareState.DEAD)
+        preference = (SpareState.READY, SpareState.WARMING, SpareState.STARTING, SpareState.DEAD)
         choice = min(self._spares.values(), key=lambda spare: preference.index(spare.state))
         del self._spares[choice.index]
         choice.handed.set_result(None)
@@ -151,6 +159,12 @@ class SpareKeeper:
         if spare.handed.done():
             return
         if spare.ok:
+            settling = asyncio.ensure_future(settle([process.pid for process in slot.processes()]))
+            await asyncio.wait((settling, spare.handed), return_when=asyncio.FIRST_COMPLETED)
+            if spare.handed.done():
+                settling.cancel()
+                return
+            spare.settled.set()
             logger.info("Spare slot %d is ready", slot.index)
             died = slot.died
             await asyncio.wait((died, spare.handed), return_when=asyncio.FIRST_COMPLETED)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from dataclasses import fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -18,6 +19,9 @@ if TYPE_CHECKING:
     from openbrowse.store.db import Database
 
 _COLUMNS = [f.name for f in fields(BrowserRecord)]
+EndHook = Callable[["aiosqlite.Connection", BrowserRecord], Awaitable[None]]
+"""``hook(conn, ended)``: runs inside the transaction that records a browser's end (the webhook outbox)."""
+EndWatcher = Callable[[BrowserRecord], None]
 _TIME_COLUMNS = {"started_at", "timeout_at", "finished_at", "queued_at", "queue_expires_at"}
 
 
@@ -30,6 +34,8 @@ def _to_column(name: str, value: Any) -> Any:
         return to_wire(value)
     if name in {"status", "stop_reason"}:
         return str(value)
+    if name == "enable_recording":
+        return int(bool(value))
     return value
 
 
@@ -55,12 +61,39 @@ def _from_row(row: aiosqlite.Row) -> BrowserRecord:
         idle_timeout_ms=int(row["idle_timeout_ms"]),
         queued_at=_time_or_none(row["queued_at"]),
         queue_expires_at=_time_or_none(row["queue_expires_at"]),
+        enable_recording=bool(row["enable_recording"]),
     )
 
 
 class BrowserRepo:
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._end_hooks: list[EndHook] = []
+        self._end_watchers: list[EndWatcher] = []
+
+    def on_end(self, hook: EndHook) -> None:
+        """Run ``hook(conn, ended)`` inside the transaction that stops a browser (spec §22.4 ``browser.ended``)."""
+        self._end_hooks.append(hook)
+
+    def watch_ends(self, watcher: EndWatcher) -> None:
+        """Call ``watcher(ended)`` after a browser's end committed (the metrics)."""
+        self._end_watchers.append(watcher)
+
+    async def _ended_in(self, conn: aiosqlite.Connection, browser_ids: list[str]) -> list[BrowserRecord]:
+        ended: list[BrowserRecord] = []
+        for browser_id in browser_ids:
+            rows = list(await conn.execute_fetchall("SELECT * FROM browsers WHERE id = ?", (browser_id,)))
+            if rows:
+                record = _from_row(rows[0])
+                ended.append(record)
+                for hook in self._end_hooks:
+                    await hook(conn, record)
+        return ended
+
+    def _announce(self, ended: list[BrowserRecord]) -> None:
+        for record in ended:
+            for watcher in self._end_watchers:
+                watcher(record)
 
     async def insert(self, record: BrowserRecord) -> BrowserRecord:
         columns = ", ".join(_COLUMNS)
@@ -94,7 +127,7 @@ class BrowserRepo:
     ) -> BrowserRecord:
         """Record the end of an active browser; a browser already stopped keeps its first end."""
         async with self._db.transaction() as conn:
-            await conn.execute(
+            cursor = await conn.execute(
                 "UPDATE browsers SET status = ?, stop_reason = ?, finished_at = ?, queue_expires_at = NULL"
                 " WHERE id = ? AND status = ?",
                 (
@@ -105,17 +138,27 @@ class BrowserRepo:
                     str(BrowserStatus.ACTIVE),
                 ),
             )
+            ended = await self._ended_in(conn, [browser_id]) if cursor.rowcount else []
+        self._announce(ended)
         return await self.get(browser_id)
 
     async def stop_all_active(self, *, reason: BrowserStopReason, finished_at: datetime) -> int:
         """Mark every ``active`` row stopped (start-up reconciliation); return how many there were."""
         async with self._db.transaction() as conn:
+            active = [
+                str(row[0])
+                for row in await conn.execute_fetchall(
+                    "SELECT id FROM browsers WHERE status = ?", (str(BrowserStatus.ACTIVE),)
+                )
+            ]
             cursor = await conn.execute(
                 "UPDATE browsers SET status = ?, stop_reason = ?, finished_at = ?, queue_expires_at = NULL"
                 " WHERE status = ?",
                 (str(BrowserStatus.STOPPED), str(reason), to_wire(finished_at), str(BrowserStatus.ACTIVE)),
             )
-            return int(cursor.rowcount or 0)
+            ended = await self._ended_in(conn, active)
+        self._announce(ended)
+        return int(cursor.rowcount or 0)
 
     async def page(
         self, page: int, page_size: int, status: BrowserStatus | None = None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import fields
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from openbrowse.store.db import Database
 
 _JSON_COLUMNS = {"output", "output_schema", "sensitive_data", "pause"}
-_BOOL_COLUMNS = {"keep_alive", "browser_live"}
+_BOOL_COLUMNS = {"keep_alive", "browser_live", "enable_recording"}
 _DECIMAL_COLUMNS = {"max_cost_usd", "allowance_usd", "llm_cost_usd", "captcha_cost_usd"}
 _COLUMNS = [f.name for f in fields(SessionRecord)]
 _REDACTED_COLUMNS = ("output", "last_step_summary")
@@ -32,6 +32,12 @@ _REDACTED_COLUMNS = ("output", "last_step_summary")
 _NEXT_QUEUE_SEQ_SQL = "(SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM sessions)"
 VIEW_CACHE_SIZE = 256
 """Rows kept for :meth:`SessionRepo.view` (the sessions being polled; a few KiB each)."""
+
+
+ChangeHook = Callable[["aiosqlite.Connection", SessionRecord, SessionRecord], Awaitable[None]]
+"""``hook(conn, before, after)``: runs inside the transaction of an update (writes that must commit with it)."""
+ChangeWatcher = Callable[[SessionRecord, SessionRecord], None]
+"""``watcher(before, after)``: called after an update committed."""
 
 
 class _NextInQueue:
@@ -91,6 +97,11 @@ def _from_row(row: aiosqlite.Row) -> SessionRecord:
     return SessionRecord(**values)
 
 
+async def _read_in(conn: aiosqlite.Connection, session_id: str) -> SessionRecord | None:
+    rows = list(await conn.execute_fetchall("SELECT * FROM sessions WHERE id = ?", (session_id,)))
+    return _from_row(rows[0]) if rows else None
+
+
 class SessionRepo:
     """The only writer of the ``sessions`` table (its read cache relies on it: see ``read_cache.py``)."""
 
@@ -98,11 +109,21 @@ class SessionRepo:
         self._db = db
         self._clock = clock
         self._listeners: list[Callable[[str], None]] = []
+        self._hooks: list[ChangeHook] = []
+        self._watchers: list[ChangeWatcher] = []
         self._views: ReadCache[str, SessionRecord] = ReadCache(VIEW_CACHE_SIZE)
 
     def listen(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(session_id)`` after every committed update or delete (wakes the event streams)."""
         self._listeners.append(listener)
+
+    def on_change(self, hook: ChangeHook) -> None:
+        """Run ``hook(conn, before, after)`` inside every update's transaction (the webhook outbox, spec §22.4)."""
+        self._hooks.append(hook)
+
+    def watch(self, watcher: ChangeWatcher) -> None:
+        """Call ``watcher(before, after)`` after every committed update (the metrics, spec §19.3)."""
+        self._watchers.append(watcher)
 
     def _changed(self, session_id: str) -> None:
         for listener in self._listeners:
@@ -173,14 +194,24 @@ class SessionRepo:
             f"{name} = ?" if name in plain else f"{name} = {_NEXT_QUEUE_SEQ_SQL}" for name in changes
         )
         values = tuple(_to_column(name, value) for name, value in plain.items())
+        observed = bool(self._hooks or self._watchers)
+        before = after = None
         with self._views.writing(session_id):
             async with self._db.transaction() as conn:
+                before = await _read_in(conn, session_id) if observed else None
                 cursor = await conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*values, session_id))
                 if cursor.rowcount == 0:
                     raise SessionNotFound()
+                after = await _read_in(conn, session_id) if observed else None
+                if before is not None and after is not None:
+                    for hook in self._hooks:
+                        await hook(conn, before, after)
         if "sensitive_data" in changes and changes["sensitive_data"] is None:
             await self._db.scrub()  # the old row's bytes leave the WAL and the file's free space too
         self._changed(session_id)
+        if before is not None and after is not None:
+            for watcher in self._watchers:
+                watcher(before, after)
         return await self.get(session_id)
 
     async def add_usage(

@@ -147,6 +147,7 @@ async def test_a_run_from_the_form_shows_cards_live_view_and_output(
     server: ServerProcess, browser: Browser, fake: FakeProvider, site: FixtureSites, http: httpx.Client
 ) -> None:
     marker = token("DASH")
+    profile = http.post("/v3/profiles", json={"name": "Shop account"}).json()
     gate = Gate()
     fake.script(
         marker,
@@ -170,9 +171,10 @@ async def test_a_run_from_the_form_shows_cards_live_view_and_output(
     assert page.url.endswith("/run")  # refused client-side
     await page.fill("#schema", json.dumps(PRODUCTS_SCHEMA, indent=1))
     assert await page.text_content("#schema-error") == ""
-    if http.get("/v3/profiles").status_code == 404:  # profiles are built on another branch
-        await page.locator("#profile:disabled").wait_for()
-        assert "not available" in (await page.text_content("#profile-note") or "")
+    option = page.locator(f"#profile option[value='{profile['id']}']")
+    await option.wait_for(state="attached")  # the form offers the server's profiles
+    assert await option.inner_text() == f"Shop account ({profile['id']})"
+    assert await page.is_enabled("#profile") and await page.text_content("#profile-note") == ""
     await no_horizontal_overflow(page)
     await shoot(page, "run")
     await page.click("#run-form button[type=submit]")
@@ -287,17 +289,19 @@ async def test_stop_and_follow_up_at_phone_width(
 
 
 # -- profiles and raw browsers ---------------------------------------------------------------------------------
-async def test_profiles_note_and_raw_browsers_with_their_live_view(
+async def test_sessions_list_profiles_and_raw_browsers_with_their_live_view(
     server: ServerProcess, browser: Browser, http: httpx.Client
 ) -> None:
+    idle = http.post("/v3/sessions", json={}).json()
+    profile = http.post("/v3/profiles", json={"name": "Listed"}).json()
     page = await signed_in_page(browser, server, DESKTOP)
     await page.goto(server.base_url + "/")
-    assert await page.locator("#rows tr[data-id]").count() >= 3  # the sessions of the tests before
+    await page.locator(f"#rows tr[data-id='{idle['id']}']").wait_for()
     await shoot(page, "sessions-list")
     await page.goto(server.base_url + "/profiles")
-    await page.locator("body[data-profiles]").wait_for(state="attached")
-    if await page.get_attribute("body", "data-profiles") == "unavailable":
-        assert "unavailable" in (await page.text_content("#profiles-note") or "")
+    await page.locator("body[data-profiles=available]").wait_for(state="attached")
+    assert "Listed" in await page.locator(f"#profile-rows tr[data-id='{profile['id']}']").inner_text()
+    assert await page.is_hidden("#profiles-note")
     await shoot(page, "profiles")
 
     raw = create_browser(http)

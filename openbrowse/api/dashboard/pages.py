@@ -172,7 +172,14 @@ def sessions_page(sessions: Sequence[SessionView], *, total: int, page: int, pag
 _EMPTY_ROW = '<tr class="empty"><td colspan="6">No sessions yet. <a href="/run">Start a run</a>.</td></tr>'
 
 
-def session_page(session: SessionView) -> str:
+def _end_reason(session: SessionView) -> str:
+    """Why an ended session's browser went away (spec §21.1), e.g. ``maintenance``; empty while it lives."""
+    text = f"ended: {session.end_reason}" if session.end_reason else ""
+    return f' <span id="end-reason" class="end-reason"{"" if text else " hidden"}>{_e(text)}</span>'
+
+
+def session_page(session: SessionView, playback: str = "") -> str:
+    """``playback``: the ended session's recordings, shown in place of the live view (``dashboard/playback.py``)."""
     title = session.title or "Session"
     body = (
         '<section class="session-head">'
@@ -180,7 +187,7 @@ def session_page(session: SessionView) -> str:
         f'<p class="meta"><span id="status">{status_badge(session.status)}</span> '
         f'<span id="model">{_e(session.model)}</span> · <span id="steps">{steps(session.step_count)}</span> · '
         f'<span id="cost">${_e(session.total_cost_usd)}</span>'
-        '<span id="budget"></span> <span id="outcome"></span> · <code class="session-id">'
+        f'<span id="budget"></span> <span id="outcome"></span>{_end_reason(session)} · <code class="session-id">'
         + _e(session.id)
         + "</code></p>"
         '<p id="activity" class="activity" hidden></p>'
@@ -195,7 +202,8 @@ def session_page(session: SessionView) -> str:
         '<div class="session-grid">'
         '<section class="live"><h2>Live view</h2><div class="live-box">'
         '<iframe id="live" title="Live view of the browser" hidden></iframe>'
-        '<p id="live-empty" class="placeholder">No live browser right now.</p></div></section>'
+        '<p id="live-empty" class="placeholder">No live browser right now.</p></div>'
+        f"{playback}</section>"
         '<section class="side">'
         '<div class="tabs" role="tablist">'
         '<button type="button" role="tab" data-tab="feed" aria-selected="true">Feed</button>'
@@ -284,6 +292,9 @@ def browsers_page() -> str:
         " shown here with their live view.</p>"
         '<p id="browsers-note" class="placeholder">Loading…</p>'
         '<ul id="browsers" class="browsers"></ul>'
+        "<h2>Recently ended</h2>"
+        '<p id="ended-note" class="placeholder">None yet.</p>'
+        '<ul id="ended-browsers" class="ended-browsers"></ul>'
     )
     return layout(title="Browsers", page="browsers", body=body)
 

@@ -9,6 +9,7 @@ page is sent with a Content-Security-Policy allowing nothing but this origin (``
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -21,14 +22,21 @@ from starlette.requests import HTTPConnection
 
 from openbrowse.api.auth import AuthFailed, CrossSiteCredentials, is_navigation
 from openbrowse.api.dashboard import login, pages
+from openbrowse.api.dashboard.playback import Playback, chapters_of, playback_html
 from openbrowse.api.deps import ManagerDep, authenticator_of
+from openbrowse.api.recording_urls import recording_urls
 from openbrowse.api.schemas import session_view
+from openbrowse.domain.sessions import SessionRecord
 from openbrowse.errors import NotFound
+from openbrowse.sessions.manager import SessionManager
+from openbrowse.sessions.recordings import finished_recordings
 
 __all__ = ["CONTENT_SECURITY_POLICY", "install_dashboard", "router"]
 
 STATIC_DIR = Path(__file__).parent / "static"
 PAGE_SIZE = 20
+FEED_LIMIT = 5000
+"""Feed entries read for an ended session's chapter marks (its first ones; a run has far fewer)."""
 CONTENT_SECURITY_POLICY = pages.CONTENT_SECURITY_POLICY
 
 
@@ -78,7 +86,23 @@ async def session(request: Request, session_id: str, manager: ManagerDep) -> HTM
         record = await manager.get(session_id)
     except NotFound:
         return _page(request, pages.not_found_page(f"There is no session {session_id}."), status_code=404)
-    return _page(request, pages.session_page(session_view(record)))
+    return _page(request, pages.session_page(session_view(record), await _playback(request, manager, record)))
+
+
+async def _playback(request: Request, manager: SessionManager, record: SessionRecord) -> str:
+    """The recordings of a session whose browser is gone, with its feed's steps as chapter marks (spec §22.1)."""
+    if record.browser_live:
+        return ""
+    found = await asyncio.to_thread(finished_recordings, request.app.state.settings.sessions_dir / record.id)
+    if not found:
+        return ""
+    urls = recording_urls(request, "sessions", record.id)
+    messages, _ = await manager.messages(record.id, after=None, before=None, limit=FEED_LIMIT)
+    ends = [item.started_ms for item in found[1:]] + [None]
+    items = [
+        Playback(url, item, chapters_of(item, end, messages)) for url, item, end in zip(urls, found, ends, strict=False)
+    ]
+    return playback_html(items)
 
 
 @router.get("/run")

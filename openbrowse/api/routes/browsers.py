@@ -23,10 +23,8 @@ import logging
 from collections.abc import Awaitable
 from typing import Annotated, Any, TypeVar
 
-import httpx
 from fastapi import APIRouter, Query, Request, WebSocket
 from fastapi.responses import JSONResponse, Response
-from starlette.exceptions import HTTPException
 from starlette.requests import HTTPConnection
 
 from openbrowse.api.auth import AuthFailed, AuthThrottled
@@ -41,12 +39,14 @@ from openbrowse.api.browser_schemas import (
     browser_view,
     proxied_cdp_url,
 )
+from openbrowse.api.cdp_discovery import version_document
 from openbrowse.api.cdp_filter import download_behavior_message, screen_client_message
 from openbrowse.api.deps import ApiKey, AuthenticatorDep, BrowsersDep, LoopbackHttpDep, SettingsDep
 from openbrowse.api.errors import auth_refusal
 from openbrowse.api.openapi_docs import error_responses, request_body
 from openbrowse.api.pause_schemas import PauseBody, ResumeBody, require_key_or_takeover
-from openbrowse.api.resource_auth import CDP_SUBPROTOCOL, presented_cdp_token, require_cdp_access
+from openbrowse.api.recording_urls import recording_urls
+from openbrowse.api.resource_auth import CDP_SUBPROTOCOL, require_cdp_access
 from openbrowse.api.schemas import MAX_PAGE
 from openbrowse.api.ws_bridge import (
     CLOSE_UNAVAILABLE,
@@ -102,7 +102,15 @@ def _view(
         token=token,
         pause=browsers.pause_of(record),
         takeover_url=browsers.takeover_url(record),
+        recording_url=_recording_url(conn, record),
     )
+
+
+def _recording_url(conn: HTTPConnection, record: BrowserRecord) -> str | None:
+    """The signed link to a stopped browser's recording (spec §22.1), once it is final."""
+    if not record.enable_recording or record.active:
+        return None
+    return next(iter(recording_urls(conn, "browsers", record.id)), None)
 
 
 def _capacity_refusal(exc: CapacityExceeded) -> JSONResponse:
@@ -302,23 +310,9 @@ async def cdp_version(
     settings: SettingsDep,
     http: LoopbackHttpDep,
 ) -> JSONResponse:
-    """Chromium's ``/json/version``, with ``webSocketDebuggerUrl`` rewritten to the proxied socket. That URL
-    carries the token this request presented, or a fresh one for an API-key holder, so the client can connect."""
+    """Chromium's ``/json/version``, with ``webSocketDebuggerUrl`` rewritten to the proxied socket (spec §23.4).
+    That URL keeps a ``?token=`` the request carried, carries no token for a Bearer-token request (the client sends
+    its header again) and a fresh token for an API-key holder (:mod:`openbrowse.api.cdp_discovery`)."""
     require_cdp_access(auth, settings, request, browser_id)
-    endpoint = await browsers.cdp_endpoint(browser_id)
-    try:
-        upstream = await http.get(f"{endpoint.http_url}/json/version")
-        version = upstream.json()
-    except (httpx.HTTPError, ValueError) as exc:
-        raise HTTPException(502, "The browser's DevTools endpoint did not answer") from exc
-    if not isinstance(version, dict):
-        raise HTTPException(502, "The browser's DevTools endpoint gave an unexpected answer")
-    token = presented_cdp_token(request, browser_id)
-    if (
-        token is None
-        and settings.auth_enabled
-        and (issued := browsers.issue_token(browser_id, settings.BROWSER_TOKEN_TTL_S)) is not None
-    ):
-        token = issued.value
-    version["webSocketDebuggerUrl"] = proxied_cdp_url(request, settings, browser_id, token)
+    version = await version_document(request, browser_id, browsers, settings, http)
     return JSONResponse(version, headers={"Cache-Control": "no-store"})

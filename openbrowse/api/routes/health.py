@@ -6,14 +6,11 @@ import psutil
 from fastapi import APIRouter, Request, Response
 
 from openbrowse import __version__
-from openbrowse.agent.census import live_counts
 from openbrowse.api.deps import ApiKey, ManagerDep, SettingsDep
 from openbrowse.api.openapi_docs import error_responses
 from openbrowse.api.schemas import HealthDetailsView, HealthView, LoopLagView, SandboxView, SlotUseView, SparesView
 from openbrowse.loop_lag import LoopLagMonitor
-from openbrowse.sessions.engine_host import engine_threads
-from openbrowse.slots.memory import MiB, SlotUse, slot_usage
-from openbrowse.slots.pool import SlotPool
+from openbrowse.sessions.host_report import SlotMemory, engine_threads, live_objects, slot_report
 
 router = APIRouter(tags=["health"])
 
@@ -59,7 +56,7 @@ async def health_details(request: Request, manager: ManagerDep, settings: Settin
         and cpu < _CPU_BUSY_PERCENT
         and memory < _MEMORY_BUSY_PERCENT,
         loop_lag_ms=_loop_lag(request),
-        live_objects=live_counts(),
+        live_objects=live_objects(),
         engine_threads=engine_threads(),
         sandbox=_sandbox(request, settings),
         file_warnings=getattr(request.app.state, "file_warnings", []),
@@ -80,15 +77,15 @@ def _sandbox(request: Request, settings: SettingsDep) -> SandboxView:
 
 
 async def _slot_memory(request: Request) -> dict[str, object]:
-    pool: SlotPool | None = getattr(request.app.state, "pool", None)
+    pool = getattr(request.app.state, "pool", None)
     if pool is None:
         return {}
-    usage = await slot_usage(pool)
-    spares = [_slot_view(use) for use in usage if use.spare]
+    report = await slot_report(pool)
+    spares = [_slot_view(use) for use in report.spares]
     return {
-        "slots": [_slot_view(use) for use in usage if not use.spare],
+        "slots": [_slot_view(use) for use in report.slots],
         "spares": SparesView(
-            wanted=pool.spares_wanted,
+            wanted=report.spares_wanted,
             count=len(spares),
             pss_mib=round(sum(view.pss_mib for view in spares), 1),
             slots=spares,
@@ -96,8 +93,8 @@ async def _slot_memory(request: Request) -> dict[str, object]:
     }
 
 
-def _slot_view(use: SlotUse) -> SlotUseView:
-    return SlotUseView(index=use.index, owner=use.owner, state=use.state, pss_mib=round(use.pss_bytes / MiB, 1))
+def _slot_view(use: SlotMemory) -> SlotUseView:
+    return SlotUseView(index=use.index, owner=use.owner, state=use.state, pss_mib=use.pss_mib)
 
 
 def _loop_lag(request: Request) -> LoopLagView | None:

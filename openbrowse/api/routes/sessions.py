@@ -10,6 +10,7 @@ from openbrowse.api.body import parse_body
 from openbrowse.api.deps import ApiKey, ManagerDep
 from openbrowse.api.openapi_docs import error_responses, request_body
 from openbrowse.api.pause_schemas import require_key_or_takeover
+from openbrowse.api.recording_urls import recording_urls
 from openbrowse.api.schemas import (
     MAX_PAGE,
     CreateSessionBody,
@@ -63,6 +64,8 @@ def to_session_create(body: CreateSessionBody) -> SessionCreate:
         sensitive_data=body.sensitive_data,
         system_prompt_extension=body.system_prompt_extension,
         max_duration_ms=body.max_duration_ms,
+        enable_recording=body.enable_recording,
+        webhook_url=body.webhook_url,
         retired_field=retired,
         sent_fields=sent,
     )
@@ -79,7 +82,7 @@ async def create_session(request: Request, manager: ManagerDep) -> SessionView:
     """Create a session (optionally dispatching a task), or send a follow-up with ``sessionId``."""
     body = await parse_body(request, CreateSessionBody)
     record = await manager.create(to_session_create(body))
-    return view_of(manager, record)
+    return view_of(manager, record, request)
 
 
 @router.get("", response_model=SessionListView, response_model_by_alias=True)
@@ -93,7 +96,7 @@ async def list_sessions(
     for record in records:
         request.app.state.view_tokens.renew(record.id)
     return SessionListView(
-        sessions=[view_of(manager, record) for record in records], total=total, page=page, page_size=page_size
+        sessions=[view_of(manager, record, request) for record in records], total=total, page=page, page_size=page_size
     )
 
 
@@ -105,8 +108,10 @@ def takeover_url(manager: SessionManager, record: SessionRecord) -> str | None:
     return f"{record.live_url}&takeover={token}"
 
 
-def view_of(manager: SessionManager, record: SessionRecord) -> SessionView:
-    return session_view(record, takeover_url(manager, record), manager.queue_of(record))
+def view_of(manager: SessionManager, record: SessionRecord, request: Request | None = None) -> SessionView:
+    """The session as the API shows it; with ``request``, its finished recordings' signed URLs too (spec §22.1)."""
+    recordings = recording_urls(request, "sessions", record.id) if request is not None else None
+    return session_view(record, takeover_url(manager, record), manager.queue_of(record), recordings)
 
 
 @router.get("/{session_id}", response_model=SessionView, response_model_by_alias=True, responses=_UNKNOWN_ID)
@@ -117,7 +122,8 @@ async def get_session(session_id: str, request: Request) -> Response:
     manager: SessionManager = request.app.state.manager
     record = await manager.get(session_id)
     request.app.state.view_tokens.renew(record.id)  # its liveUrl keeps working while someone reads it (§21.4)
-    body = session_json(record, takeover_url(manager, record), manager.queue_of(record))
+    recordings = recording_urls(request, "sessions", record.id)
+    body = session_json(record, takeover_url(manager, record), manager.queue_of(record), recordings)
     return Response(body, media_type="application/json")
 
 
@@ -131,7 +137,7 @@ async def get_session(session_id: str, request: Request) -> Response:
 async def pause_session(session_id: str, request: Request, manager: ManagerDep) -> SessionView:
     """A person takes over: the agent stops at its next safe point and waits (spec §21.5)."""
     body = await parse_body(request, PauseSessionBody)
-    return view_of(manager, await manager.pause(SessionId(session_id), body.reason))
+    return view_of(manager, await manager.pause(SessionId(session_id), body.reason), request)
 
 
 hand_back_router = APIRouter(prefix="/sessions", tags=["sessions"], responses=error_responses(401, 422, 429))
@@ -149,7 +155,7 @@ async def resume_session(session_id: str, request: Request, manager: ManagerDep)
     """Hand back to the agent; ``note`` reaches its next step (spec §21.5)."""
     require_key_or_takeover(request, session_id)
     body = await parse_body(request, ResumeSessionBody)
-    return view_of(manager, await manager.resume(SessionId(session_id), body.note))
+    return view_of(manager, await manager.resume(SessionId(session_id), body.note), request)
 
 
 @router.post(
@@ -162,7 +168,7 @@ async def resume_session(session_id: str, request: Request, manager: ManagerDep)
 async def stop_session(session_id: str, request: Request, manager: ManagerDep) -> SessionView:
     body = await parse_body(request, StopSessionBody)
     record = await manager.stop(SessionId(session_id), StopStrategy(body.strategy))
-    return view_of(manager, record)
+    return view_of(manager, record, request)
 
 
 @router.patch(

@@ -124,3 +124,15 @@ def test_a_rerun_without_code_is_found_but_has_no_code() -> None:
 def test_an_empty_code_string_counts_as_started_and_complete() -> None:
     decoder = decode([reply([{"run_code_file": {"name": "e", "code": ""}}])])
     assert decoder.code_started and decoder.code_complete and decoder.code == ""
+
+
+def test_raw_control_characters_inside_the_code_string_are_kept() -> None:
+    """Some models write literal newlines and tabs inside JSON strings."""
+    decoder = decode(['{"action": [{"run_code_file": {"name": "r", "code": "a\n\tb', 'c"}}]}'])
+    assert decoder.code == "a\n\tbc" and decoder.code_complete
+
+
+def test_prose_that_looks_like_json_before_the_reply_is_stepped_over() -> None:
+    text = "Plan [step one] {not json} then:\n" + reply([{"run_code_file": {"name": "p", "code": "ok"}}])
+    decoder = decode(chunks(text, 6))
+    assert decoder.found and (decoder.name, decoder.code) == ("p", "ok")

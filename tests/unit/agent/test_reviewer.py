@@ -50,7 +50,6 @@ def test_judge_sees_task_goal_answer_and_recent_steps() -> None:
 class ScriptedJudge(BaseChatModel):
     """A judge that answers verdicts in order and counts its calls."""
 
-    _verified_api_keys = True
     model = "judge"
 
     def __init__(self, verdicts: list[bool]) -> None:

@@ -131,7 +131,6 @@ def test_it_is_a_browser_use_chat_model() -> None:
         "claude-sonnet-5",
         "claude-sonnet-5",
     )
-    assert metered._verified_api_keys is True
 
 
 def test_usage_helpers() -> None:

@@ -13,7 +13,7 @@ import importlib, sys
 
 import openbrowse.app
 from browser_use import Agent, BrowserSession
-from openbrowse.agent.sdk_free import without_anthropic_sdk
+from openbrowse.upstream.anthropic_import import without_anthropic_sdk
 from openbrowse.config import Settings
 from openbrowse.llm.catalog import resolve_model
 from openbrowse.llm.factory import build_chat_model, provider_modules

@@ -35,6 +35,7 @@ function showSession(next) {
   const count = session.stepCount ?? 0;
   $("steps").textContent = `${count} step${count === 1 ? "" : "s"}`;
   showOutcome();
+  showEndReason();
   $("cost").textContent = `$${session.totalCostUsd ?? "0"}`;
   $("budget").textContent = session.maxCostUsd ? ` of $${session.maxCostUsd}` : "";
   const busy = session.status === "running" || session.status === "created";
@@ -45,6 +46,7 @@ function showSession(next) {
   $("follow-up").hidden = !acceptsFollowUp;
   showPause();
   showLive(session.liveUrl);
+  offerNewRecordings(session.recordingUrls);
   if (TERMINAL.has(session.status)) showActivity(null);
   else if ("activity" in next) showActivity(next.activity);
   const outputKey = JSON.stringify(session.output ?? null);
@@ -52,6 +54,15 @@ function showSession(next) {
     outputShown = outputKey;
     renderOutput($("output"), session.output, sessionId);
   }
+}
+
+// Recordings (spec §22.1) are rendered with the page (playback.py); one that became ready since is offered here.
+function offerNewRecordings(urls) {
+  const shown = document.querySelectorAll(".recordings video").length;
+  if (!Array.isArray(urls) || urls.length <= shown || $("recordings-ready")) return;
+  const reload = el("a", { href: location.pathname, text: "Show it" });
+  const note = el("p", { id: "recordings-ready", class: "hint" }, "A new recording is ready. ", reload);
+  $("live").closest("section").append(note);
 }
 
 // A person's takeover (spec §21.5): Pause while the agent runs or a parked browser is up; while paused, Take over
@@ -68,10 +79,20 @@ function showPause() {
   const state = $("pause-state");
   state.hidden = !pause;
   body.dataset.pause = pause ? pause.state : "";
+  watchLanding(pause);
+  if (pause && pause.state === "paused") showActivity(null); // the agent's call in flight was cancelled
   if (!pause) return;
   const who = pause.by === "agent" ? "The agent asked for a person" : "Paused for a person";
   const waiting = pause.state === "pausing" ? " (waiting for the agent to stop)" : "";
   state.textContent = `${who}${pause.reason ? `: ${pause.reason}` : ""}${waiting}`;
+}
+
+// "pausing" turns "paused" when the agent reaches a safe point, and no event says so: read the session until then.
+let landingTimer = null;
+function watchLanding(pause) {
+  clearTimeout(landingTimer);
+  if (!pause || pause.state !== "pausing") return;
+  landingTimer = setTimeout(() => api(base).then(showSession, (error) => console.warn(error)), POLL_MS);
 }
 
 function showOutcome() {
@@ -84,6 +105,15 @@ function showOutcome() {
   const badge = el("span", { class: `badge ${session.isTaskSuccessful ? "passed" : "failed"}`, text });
   if (session.lastStepSummary) badge.title = session.lastStepSummary;
   outcome.replaceChildren(badge);
+}
+
+// Why the browser went away (spec §21.1): "ended: maintenance", "ended: max_duration", ...
+function showEndReason() {
+  const line = $("end-reason");
+  const reason = TERMINAL.has(session.status) ? session.endReason : null;
+  line.textContent = reason ? `ended: ${reason}` : "";
+  line.hidden = !reason;
+  body.dataset.endReason = reason || "";
 }
 
 function showLive(liveUrl) {

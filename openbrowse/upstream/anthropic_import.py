@@ -1,12 +1,13 @@
 """Building browser-use's ``Agent`` without importing the Anthropic SDK.
 
-``Agent.__init__`` runs ``from browser_use.llm.anthropic.chat import ChatAnthropic`` only to ask
-``isinstance(llm, ChatAnthropic)`` (which picks a flash-mode prompt template we never use), and that module
-imports the ``anthropic`` SDK: about 66 MiB of server memory and over a second of CPU, on the first run of a
-server that otherwise never needs it (our Claude client speaks HTTP itself). While the real module has not been
-imported, no object can be an instance of its class; so for the duration of the construction a stand-in module
-whose ``ChatAnthropic`` nothing is an instance of gives exactly the same answer. If anything did import the real
-module, it is left alone and used.
+Upstream: browser-use 0.13.x, ``browser_use.agent.service.Agent.__init__``, which runs
+``from browser_use.llm.anthropic.chat import ChatAnthropic`` only to ask ``isinstance(llm, ChatAnthropic)``
+(picking a flash-mode prompt template we never use). That module imports the ``anthropic`` SDK: about 66 MiB of
+server memory and over a second of CPU, on the first run of a server that otherwise never needs it (our Claude
+client speaks HTTP itself). While the real module has not been imported, no object can be an instance of its
+class; so for the duration of the construction a stand-in module in ``sys.modules``, whose ``ChatAnthropic``
+nothing is an instance of, gives exactly the same answer. If anything did import the real module, it is left
+alone and used.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ class _ChatAnthropicNotLoaded:
     """Stands for ``ChatAnthropic`` while its module is not loaded: nothing is an instance of it."""
 
 
-_STAND_IN = types.ModuleType(CHAT_ANTHROPIC_MODULE, "Stand-in while the real module is not imported (agent.sdk_free).")
+_STAND_IN = types.ModuleType(
+    CHAT_ANTHROPIC_MODULE, "Stand-in while the real module is not imported (upstream.anthropic_import)."
+)
 _STAND_IN.ChatAnthropic = _ChatAnthropicNotLoaded  # type: ignore[attr-defined]
 _lock = threading.Lock()
 _users = 0

@@ -1,0 +1,28 @@
+"""``GET /metrics``: Prometheus text format (spec §19.3), behind the API key as ``/health/details`` is."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from openbrowse.api.deps import ApiKey
+from openbrowse.api.openapi_docs import error_responses
+from openbrowse.sessions.metrics import ServiceMetrics
+
+router = APIRouter(tags=["health"])
+
+
+@router.get(
+    "/metrics",
+    dependencies=[ApiKey],
+    response_class=Response,
+    responses={
+        200: {"content": {"text/plain": {}}, "description": "Prometheus text format"},
+        **error_responses(401, 429),
+    },
+)
+async def metrics(request: Request) -> Response:
+    """Sessions by status, slots, queue, run and step durations, LLM tokens and cost by model, failures by
+    ``failureKind``, end reasons, webhook deliveries, process memory."""
+    service: ServiceMetrics = request.app.state.metrics
+    return Response(await service.render(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,145 @@
+"""WebhookOutbox: the durable queue of webhook deliveries (spec §22.4), table ``webhook_outbox``.
+
+Rows are written inside the transaction that records the change they announce (:meth:`WebhookOutbox.session_changed`
+and :meth:`WebhookOutbox.browser_ended` are the repos' in-transaction hooks), so a change is never committed without
+its webhook, and a webhook never goes out for a change that rolled back. A row stays ``pending`` until a receiver
+answers 2xx (``delivered``) or it is given up (``failed``): a restart resumes every pending row.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from openbrowse.domain.clock import Clock, utc_now
+from openbrowse.domain.webhooks import browser_ended_event, canonical_json, session_events
+
+if TYPE_CHECKING:
+    import aiosqlite
+
+    from openbrowse.domain.browsers import BrowserRecord
+    from openbrowse.domain.sessions import SessionRecord
+    from openbrowse.store.db import Database
+
+PENDING = "pending"
+DELIVERED = "delivered"
+FAILED = "failed"
+ERROR_LIMIT = 500
+"""Characters of the last error kept on a row."""
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxRow:
+    seq: int
+    event_id: str
+    event_type: str
+    target_url: str
+    body: str
+    attempts: int
+    created_at: float
+    """Epoch seconds when the event happened: retries stop ``WEBHOOK_RETRY_FOR_S`` after it."""
+
+
+class WebhookOutbox:
+    """Writes rows with the changes they announce; the delivery worker reads and settles them."""
+
+    def __init__(
+        self,
+        db: Database,
+        default_url: str | None,
+        *,
+        clock: Clock = utc_now,
+        epoch: Callable[[], float] = time.time,
+    ) -> None:
+        self._db = db
+        self._default_url = default_url
+        self._clock = clock
+        self._epoch = epoch
+
+    def _targets(self, own_url: str | None) -> list[str]:
+        return list(dict.fromkeys(url for url in (self._default_url, own_url) if url))
+
+    # -- in-transaction hooks ------------------------------------------------------------------------------------
+    async def session_changed(self, conn: aiosqlite.Connection, before: SessionRecord, after: SessionRecord) -> None:
+        targets = self._targets(after.webhook_url)
+        if targets:
+            await self._add(conn, session_events(before, after, self._clock()), targets)
+
+    async def browser_ended(self, conn: aiosqlite.Connection, record: BrowserRecord) -> None:
+        targets = self._targets(None)
+        if targets:
+            await self._add(conn, [browser_ended_event(record, self._clock())], targets)
+
+    async def _add(self, conn: aiosqlite.Connection, events: Sequence[dict[str, Any]], targets: list[str]) -> None:
+        now = self._epoch()
+        rows = [
+            (event["id"], event["type"], target, canonical_json(event), now, now)
+            for event in events
+            for target in targets
+        ]
+        if rows:
+            await conn.executemany(
+                "INSERT INTO webhook_outbox (event_id, event_type, target_url, body, created_at, next_attempt_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+
+    # -- the delivery worker's side ------------------------------------------------------------------------------
+    async def due(self, now: float, limit: int) -> list[OutboxRow]:
+        """Pending rows whose next attempt is due, oldest first."""
+        rows = await self._db.fetch_all(
+            "SELECT seq, event_id, event_type, target_url, body, attempts, created_at FROM webhook_outbox"
+            " WHERE state = ? AND next_attempt_at <= ? ORDER BY seq LIMIT ?",
+            (PENDING, now, limit),
+        )
+        return [
+            OutboxRow(
+                seq=int(row["seq"]),
+                event_id=str(row["event_id"]),
+                event_type=str(row["event_type"]),
+                target_url=str(row["target_url"]),
+                body=str(row["body"]),
+                attempts=int(row["attempts"]),
+                created_at=float(row["created_at"]),
+            )
+            for row in rows
+        ]
+
+    async def next_due(self) -> float | None:
+        """When the earliest pending row is due (epoch seconds), or None when nothing is pending."""
+        row = await self._db.fetch_one("SELECT MIN(next_attempt_at) FROM webhook_outbox WHERE state = ?", (PENDING,))
+        return float(row[0]) if row is not None and row[0] is not None else None
+
+    async def delivered(self, seq: int, attempts: int) -> None:
+        await self._settle(seq, DELIVERED, attempts, None)
+
+    async def failed(self, seq: int, attempts: int, error: str) -> None:
+        await self._settle(seq, FAILED, attempts, error)
+
+    async def retry_at(self, seq: int, attempts: int, when: float, error: str) -> None:
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "UPDATE webhook_outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE seq = ?",
+                (attempts, when, error[:ERROR_LIMIT], seq),
+            )
+
+    async def _settle(self, seq: int, state: str, attempts: int, error: str | None) -> None:
+        async with self._db.transaction() as conn:
+            await conn.execute(
+                "UPDATE webhook_outbox SET state = ?, attempts = ?, finished_at = ?, last_error = ? WHERE seq = ?",
+                (state, attempts, self._epoch(), error[:ERROR_LIMIT] if error else None, seq),
+            )
+
+    async def pending_count(self) -> int:
+        row = await self._db.fetch_one("SELECT COUNT(*) FROM webhook_outbox WHERE state = ?", (PENDING,))
+        return int(row[0]) if row is not None else 0
+
+    async def prune(self, finished_before: float) -> int:
+        """Forget settled rows finished before ``finished_before``; pending rows are never pruned."""
+        async with self._db.transaction() as conn:
+            cursor = await conn.execute(
+                "DELETE FROM webhook_outbox WHERE state != ? AND finished_at < ?", (PENDING, finished_before)
+            )
+            return int(cursor.rowcount or 0)
