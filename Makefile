@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-APT_PACKAGES := chromium xvfb x11vnc websockify novnc fonts-dejavu-core fonts-liberation bubblewrap socat iproute2 ffmpeg
+APT_PACKAGES := chromium xvfb x11vnc websockify novnc fonts-dejavu-core fonts-liberation bubblewrap socat iproute2 ffmpeg fontconfig
 PYTEST_ARGS ?=
 # Test files run in parallel workers (most of a test is spent waiting on browsers and servers, not on a core).
 TEST_WORKERS ?= 2
@@ -30,7 +30,7 @@ test-stress: deps
 check: deps
 	$(BIN)/ruff format --check openbrowse tests bench
 	$(BIN)/ruff check openbrowse tests bench
-	$(BIN)/mypy
+	$(BIN)/mypy openbrowse tests bench
 	$(BIN)/lint-imports
 
 bench: deps

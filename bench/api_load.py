@@ -7,10 +7,9 @@ Servers (``python -m openbrowse serve``, zero-latency fake model) run side by si
 iteration visiting every server, so the ratios hold under whatever load the machine has:
 
 * **ours**: the defaults;
-* **ENGINE_NICE=0**: engine threads at the API thread's priority (what the nice value buys, and costs);
-* **ENGINE_THREADS=false**: engines on the API's loop (the configuration before engine threads);
 * with ``--baseline-ref REF``, also the server of that git revision (``git archive``), e.g. the commit before
-  an optimisation, to compare code and not only settings.
+  an optimisation, to compare code and not only settings (issue 24 settled engine threads against engines on
+  the API's loop this way: see docs/benchmarks.md).
 
 Per server and iteration:
 
@@ -45,11 +44,10 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from served import MODEL, fmt, health_details, print_figures, run_session, served
-
-from tests.fakes.llm_script import click_on, done, navigate
+from bench.served import MODEL, fmt, health_details, print_figures, run_session, served
+from tests.fakes.llm_script import ReplyLike, click_on, done, navigate
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
 from tests.support.server import ServerProcess
@@ -85,8 +83,12 @@ def wrk(url: str, seconds: float) -> tuple[float, float]:
         text=True,
         check=True,
     ).stdout
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
-    value, unit = re.search(r"99%\s+([\d.]+)(us|ms|s)", out).groups()  # type: ignore[union-attr]
+    throughput = re.search(r"Requests/sec:\s+([\d.]+)", out)
+    latency = re.search(r"99%\s+([\d.]+)(us|ms|s)", out)
+    if throughput is None or latency is None:
+        raise SystemExit(f"wrk printed no rate or p99: {out}")
+    rps = float(throughput.group(1))
+    value, unit = latency.groups()
     p99 = float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
     return rps, p99
 
@@ -94,7 +96,12 @@ def wrk(url: str, seconds: float) -> tuple[float, float]:
 def four_step_task(target: Target, site: FixtureSites) -> float:
     """Seconds from POST to the end of a scripted four-step task (no API load)."""
     marker = f"WALK-{time.monotonic_ns()}"
-    steps = [navigate(f"{site.url}/"), click_on("Blue Widget"), click_on("Back to shop"), done("Visited.")]
+    steps: list[ReplyLike] = [
+        navigate(f"{site.url}/"),
+        click_on("Blue Widget"),
+        click_on("Back to shop"),
+        done("Visited."),
+    ]
     target.fake.script(marker, steps, when=lambda r: r.is_agent_step)
     server = target.server
     with httpx.Client(timeout=60) as client:
@@ -205,11 +212,7 @@ def main() -> None:
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is missing: apt-get install wrk")
-    variants: dict[str, dict[str, str]] = {
-        "ours": {},
-        "ENGINE_NICE=0": {"ENGINE_NICE": "0"},
-        "ENGINE_THREADS=false": {"ENGINE_THREADS": "false"},
-    }
+    variants: dict[str, dict[str, str]] = {"ours": {}}
     figures: dict[str, list[Figures]] = {}
     loads: list[float] = []
     with contextlib.ExitStack() as stack:

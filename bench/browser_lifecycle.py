@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import statistics
 import sys
 import time
@@ -37,10 +38,9 @@ from typing import Any
 import httpx
 from playwright.async_api import Playwright, async_playwright
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from served import ready_spare, served
-
+from bench.served import ready_spare, served
 from tests.e2e.browser_support import fixture_site
 from tests.support.server import ServerProcess
 
@@ -123,7 +123,14 @@ def percentile(values: list[float], fraction: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[round(fraction * 100) - 1]
 
 
-def report(results: dict[str, ModeResult], iterations: int, slots: int, prewarm: int, markdown: bool) -> None:
+def report(
+    results: dict[str, ModeResult],
+    iterations: int,
+    slots: int,
+    prewarm: int,
+    markdown: bool,
+    loads: tuple[float, float],
+) -> None:
     header = "| mode | " + " | ".join(f"{phase} p50 / p90 (ms)" for phase in PHASES) + " | success | goal (p50) |"
     lines = [header, "|" + "---|" * (len(PHASES) + 3)]
     for mode, result in results.items():
@@ -133,7 +140,11 @@ def report(results: dict[str, ModeResult], iterations: int, slots: int, prewarm:
             goals.append(f"total ≤ {GOALS[mode]:.0f} ms")
         success = f"{result.succeeded}/{iterations}"
         lines.append(f"| {mode} | {' | '.join(cells)} | {success} | {', '.join(goals)}; 100 % success |")
-    note = f"\nconcurrency 1, {slots} display slot(s), PREWARM_SLOTS={prewarm}"
+    # a shared machine's load moves these figures more than most changes do: say what it was
+    note = (
+        f"\nconcurrency 1, {slots} display slot(s), PREWARM_SLOTS={prewarm}; "
+        f"load average {loads[0]:.1f} at the start, {loads[1]:.1f} at the end"
+    )
     text = "\n".join(lines) + "\n" + note
     print(text if markdown else text.replace("|", " "))
     for mode, result in results.items():
@@ -159,8 +170,10 @@ def main() -> None:
     args = parser.parse_args()
     env = {"MAX_CONCURRENT_SESSIONS": str(args.slots), "PREWARM_SLOTS": str(args.prewarm)}
     with fixture_site() as site, served(env) as (server, _fake):
+        load_at_start = os.getloadavg()[0]
         results = asyncio.run(measure(server, f"{site.url}/hello", args.iterations))
-    report(results, args.iterations, args.slots, args.prewarm, args.markdown)
+    loads = (load_at_start, os.getloadavg()[0])
+    report(results, args.iterations, args.slots, args.prewarm, args.markdown, loads)
 
 
 if __name__ == "__main__":

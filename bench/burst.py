@@ -34,10 +34,9 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from served import MODEL, fmt, print_figures, served
-
+from bench.served import MODEL, fmt, print_figures, served
 from tests.fakes.llm_script import Gate, done, structured
 from tests.support.server import ServerProcess
 

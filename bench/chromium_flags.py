@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,11 +102,11 @@ def xvfb(display: str, extra: tuple[str, ...] = ("-extension", "GLX")) -> Iterat
         process.wait(10)
 
 
-def wait_for(probe: object, timeout: float, what: str) -> None:
+def wait_for(probe: Callable[[], object], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with contextlib.suppress(Exception):
-            if probe():  # type: ignore[operator]
+            if probe():
                 return
         time.sleep(0.05)
     raise TimeoutError(what)
@@ -233,10 +233,10 @@ def main() -> None:
             print(f"{name:20} PSS {pss:18} USS {med[name].uss:6.0f}  procs {med[name].processes:3.0f}  {saving}")
     if args.markdown:
         print("\n| X server | PSS MiB median (min–max) | USS MiB median |\n|---|---|---|")
-    for name, values in xvfb_memory.items():
-        pss_values = [v[0] for v in values]
+    for name, pairs in xvfb_memory.items():
+        pss_values = [v[0] for v in pairs]
         pss = f"{statistics.median(pss_values):.0f} ({min(pss_values):.0f}–{max(pss_values):.0f})"
-        uss = f"{statistics.median(v[1] for v in values):.0f}"
+        uss = f"{statistics.median(v[1] for v in pairs):.0f}"
         print(f"| {name} | {pss} | {uss} |" if args.markdown else f"{name:32} PSS {pss:18} USS {uss}")
 
 

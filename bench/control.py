@@ -36,12 +36,11 @@ from typing import Any, Protocol
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from playwright.async_api import Browser, Page, async_playwright
-from served import served
 
+from bench.served import served
 from openbrowse.control.engine import ControlEngine
 from openbrowse.control.target import ControlTarget
 from openbrowse.domain.browser_folders import BrowserFolders

@@ -46,12 +46,11 @@ from typing import Any
 import httpx
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from api_load import Target, four_step_task, source_tree
-from served import MODEL, TERMINAL, MiB, fmt, ready_spare, run_session, server_rss
-from warm_spare import slot_pss
-
+from bench.api_load import Target, four_step_task, source_tree
+from bench.served import MODEL, TERMINAL, MiB, fmt, ready_spare, run_session, server_rss
+from bench.warm_spare import slot_pss
 from tests.e2e.agent_support import messages, wait_for_message
 from tests.fakes.llm_request import LLMRequest
 from tests.fakes.llm_script import done, navigate, run_code

@@ -112,7 +112,7 @@ async def run_once(
     await sessions.insert(record)
     engine = AgentEngine(settings, record, sessions, feed)
     async with pool.acquire(marker) as lease:
-        await engine.launch(lease, task)
+        await engine.launch(lease.start_browser(), task)
         outcome = await engine.run_turn(task)
         await engine.close()
     assert outcome.is_task_successful, outcome.summary

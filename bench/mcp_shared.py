@@ -10,7 +10,8 @@ slots as iterations so every raw browser gets one). Side by side, in the same ru
   from its first tool call to its answer: ``list_pages`` (the owner's context and first page are created) and then
   ``navigate_page`` to the fixture page (loaded). The PSS of the server's descendant processes (the shared
   Chromium's process tree and its Playwright driver) is taken before the first added owner and after the last;
-  the difference divided by the owners added is the **PSS per added owner**.
+  the difference divided by the owners added is the **PSS per added owner**, also split by kind of process
+  (``renderer``, ``browser``, ``gpu-process``…) to show where it goes.
 * **raw browser on its own slot** (``POST /v3/browsers``): ``--iterations`` (at most 3) raw browsers are added one
   by one; each is timed from the POST to its 201 (the browser is up with its first tab) and then through
   ``connect_over_cdp`` and ``page.goto`` of the same fixture page (loaded). PSS as above, per added browser.
@@ -37,10 +38,9 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from playwright.async_api import async_playwright
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from served import MiB, served
-
+from bench.served import MiB, served
 from tests.e2e.browser_support import fixture_site
 from tests.support.server import ServerProcess
 
@@ -62,15 +62,44 @@ class Memory:
         return Memory(self.pss / count, self.uss / count)
 
 
-def descendants_memory(server: ServerProcess) -> Memory:
-    """PSS and USS (MiB) of the server's descendant processes; USS is what a process alone holds, which moves far
-    less than PSS with whatever else runs on the machine."""
+Kinds = dict[str, tuple[int, float]]
+"""Process count and PSS (MiB) by :func:`process_kind`."""
+
+
+def process_kind(proc: psutil.Process) -> str:
+    """Chromium's own name for a process (``renderer``, ``gpu-process``, a utility's service), else the program's."""
+    line = proc.cmdline()
+    for arg in line:
+        if arg.startswith("--utility-sub-type="):
+            return arg.split("=", 1)[1].split(".")[0]
+    kind = next((arg.removeprefix("--type=") for arg in line if arg.startswith("--type=")), None)
+    return kind or ("browser" if proc.name() == "chromium" else proc.name())
+
+
+def descendants_memory(server: ServerProcess) -> tuple[Memory, Kinds]:
+    """PSS and USS (MiB) of the server's descendant processes, and the PSS by kind, from one reading of each; USS
+    is what a process alone holds, which moves far less than PSS with whatever else runs on the machine."""
     pss = uss = 0
+    kinds: Kinds = {}
     for proc in server.children():
         with contextlib.suppress(psutil.Error):
-            info = proc.memory_full_info()
+            kind, info = process_kind(proc), proc.memory_full_info()
             pss, uss = pss + info.pss, uss + info.uss
-    return Memory(pss / MiB, uss / MiB)
+            count, total = kinds.get(kind, (0, 0.0))
+            kinds[kind] = (count + 1, total + info.pss / MiB)
+    return Memory(pss / MiB, uss / MiB), kinds
+
+
+def per_kind(before: Kinds, after: Kinds, count: int) -> str:
+    """What one added owner cost, by kind of process: ``renderer +15.2 MiB (+1.0 processes)``; moves under 1 MiB
+    are left out."""
+    parts = []
+    for kind in sorted(set(before) | set(after)):
+        (was_n, was_pss), (now_n, now_pss) = before.get(kind, (0, 0.0)), after.get(kind, (0, 0.0))
+        processes, pss = (now_n - was_n) / count, (now_pss - was_pss) / count
+        if processes or abs(pss) >= 1:
+            parts.append(f"{kind} {pss:+.1f} MiB" + (f" ({processes:+.1f} processes)" if processes else ""))
+    return "; ".join(parts)
 
 
 @dataclass
@@ -80,6 +109,8 @@ class Result:
     loaded: list[float]
     repeat: list[float] = field(default_factory=list)
     """A later ``list_pages`` of the same owner: the MCP round trip alone, for comparison."""
+    breakdown: str = ""
+    """PSS per added one by kind of process (:func:`per_kind`)."""
 
 
 async def open_session(stack: AsyncExitStack, server: ServerProcess) -> ClientSession:
@@ -109,15 +140,15 @@ async def shared_owners(server: ServerProcess, page_url: str, owners: int) -> Re
         warm = await open_session(stack, server)
         await tool(warm, "navigate_page", type="url", url=page_url)
         await asyncio.sleep(SETTLE_S)
-        before = descendants_memory(server)
+        before, kinds_before = descendants_memory(server)
         for _ in range(owners):
             session = await open_session(stack, server)
             first_page.append(await tool(session, "list_pages"))
             loaded.append(first_page[-1] + await tool(session, "navigate_page", type="url", url=page_url))
             repeat.append(await tool(session, "list_pages"))
         await asyncio.sleep(SETTLE_S)
-        after = descendants_memory(server)
-    return Result((after - before).per(owners), first_page, loaded, repeat)
+        after, kinds_after = descendants_memory(server)
+    return Result((after - before).per(owners), first_page, loaded, repeat, per_kind(kinds_before, kinds_after, owners))
 
 
 async def raw_browsers(server: ServerProcess, page_url: str, count: int) -> Result:
@@ -128,7 +159,7 @@ async def raw_browsers(server: ServerProcess, page_url: str, count: int) -> Resu
         httpx.AsyncClient(base_url=server.base_url, headers=headers, timeout=60) as client,
         async_playwright() as playwright,
     ):
-        before = descendants_memory(server)
+        before, _ = descendants_memory(server)
         created: list[str] = []
         connected = []
         try:
@@ -146,7 +177,7 @@ async def raw_browsers(server: ServerProcess, page_url: str, count: int) -> Resu
                 await page.goto(page_url, wait_until="load")
                 loaded.append((time.perf_counter() - started) * 1000)
             await asyncio.sleep(SETTLE_S)
-            after = descendants_memory(server)
+            after, _ = descendants_memory(server)
         finally:
             for browser in connected:
                 with contextlib.suppress(Exception):
@@ -178,6 +209,9 @@ def report(rows: dict[str, Result], iterations: int, markdown: bool) -> None:
         f"the same start through a fixture page's load. A later list_pages of the same owner (the MCP round trip "
         f"alone): p50 {p50(repeat):.0f} ms."
     )
+    for name, result in rows.items():
+        if result.breakdown:
+            lines.append(f"\nPSS per added one by process ({name}): {result.breakdown}.")
     text = "\n".join(lines)
     print(text if markdown else text.replace("|", " "))
 

@@ -21,10 +21,9 @@ from typing import Any
 import httpx
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from served import MODEL, TERMINAL, fmt, print_figures, served
-
+from bench.served import MODEL, TERMINAL, fmt, print_figures, served
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites

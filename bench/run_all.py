@@ -42,6 +42,7 @@ BENCHMARKS = {
     "browser_lifecycle": "Raw-browser lifecycle: create, connect, goto, release (BrowserArena style)",
     "recording": "Recordings: the recorder's CPU, and a session's wall time with and without recording",
     "mcp_shared": "MCP browser tools: an added owner context in the shared browser against a raw browser on its slot",
+    "store_rows": "Session rows: the pydantic mapping against the hand mapping of dda951a",
 }
 TITLES: dict[str, str] = {}
 PLACEHOLDERS: dict[str, str] = {}

@@ -6,7 +6,7 @@ Each iteration starts a fresh server (``python -m openbrowse serve``, zero-laten
 and runs ``--sessions`` one-step sessions one after another, reading the server's RSS (``psutil``) at boot,
 after the first session and after the last one (goal: ≤ 150 MiB after 40). The growth per session over the
 last ``--sessions - 1`` sessions tells a leak (it grows linearly) from a one-time cost (browser-use's import,
-the first run's caches). ``liveObjects`` and ``engineThreads`` come from ``/health/details`` after the last
+the first run's caches). ``liveObjects`` comes from ``/health/details`` after the last
 session; the original's figures are from issue 11 (89 MiB at boot, 158 after one session, 224 after 40).
 """
 
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from served import fmt, health_details, print_figures, run_session, served, server_rss
+from bench.served import fmt, health_details, print_figures, run_session, served, server_rss
 
 ORIGINAL_AFTER_40 = 224.0
 """The original OpenBrowse's server RSS after 40 sessions on this machine (issue 11), MiB."""
@@ -46,7 +46,7 @@ def main() -> None:
                     first.append(server_rss(server))
             last.append(server_rss(server))
             details = health_details(server)
-            leftovers = {"liveObjects": details["liveObjects"], "engineThreads": details.get("engineThreads")}
+            leftovers = {"liveObjects": details["liveObjects"]}
         growth.append((last[-1] - first[-1]) / max(1, args.sessions - 1))
     rows = [
         ("server RSS at boot", fmt(boot, "MiB", 0), ""),

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from served import fmt, print_figures, ready_spare, run_session, served
+from bench.served import fmt, print_figures, ready_spare, run_session, served
 
 ORIGINAL = {"running": 1.18, "first_request": 2.26, "cold_running": 1.21, "cold_first_request": 2.53}
 """The original OpenBrowse on this machine (issue 11), medians."""

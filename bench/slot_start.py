@@ -47,7 +47,7 @@ MiB = 1024 * 1024
 
 
 def free_index(count: int) -> int:
-    listening = {c.laddr.port for c in psutil.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN}
+    listening = {c.laddr.port for c in psutil.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN and c.laddr}
     for base in range(100, MAX_SLOT_INDEX - count + 1):
         layouts = [slot_layout(base + i) for i in range(count)]
         if all(not (set(lay.ports) & listening) and not x_display_taken(lay) for lay in layouts):

@@ -99,7 +99,7 @@ async def run_stock(pool: SlotPool, fake: FakeProvider, site: FixtureSites, scra
             downloads_path=str(scratch / f"stock-dl-{n}"),
         )
         llm = ChatAnthropic(model=MODEL, api_key="fake", base_url=fake.anthropic_base_url, max_retries=0)
-        agent = Agent(
+        agent: Agent[Any, Any] = Agent(
             task=f"{marker} Visit three products on {site.url}/ and finish.",
             llm=llm,
             browser_session=browser,
@@ -133,7 +133,7 @@ async def run_ours(
     await sessions.insert(record)
     engine = AgentEngine(settings, record, sessions, feed)
     async with pool.acquire(marker) as lease:
-        await engine.launch(lease, task)
+        await engine.launch(lease.start_browser(), task)
         started = time.perf_counter()
         outcome = await engine.run_turn(task)
         elapsed = time.perf_counter() - started
@@ -148,7 +148,7 @@ async def run_ours(
 
 def report(results: Results, markdown: bool) -> None:
     def med(samples: list[Sample], attr: str) -> float:
-        return statistics.median(getattr(s, attr) for s in samples)
+        return float(statistics.median(getattr(s, attr) for s in samples))
 
     rows = [
         ("wall time per step (s)", "wall_per_step", "{:.3f}"),

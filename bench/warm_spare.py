@@ -27,10 +27,9 @@ import httpx
 import websockets
 from websockets.typing import Subprotocol
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from served import MODEL, TERMINAL, fmt, health_details, print_figures, ready_spare, run_session, served
-
+from bench.served import MODEL, TERMINAL, fmt, health_details, print_figures, ready_spare, run_session, served
 from tests.fakes.llm_script import done, navigate
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
@@ -84,8 +83,8 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=5)
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
-    boot = {"warm": [], "cold": []}
-    running = {"warm": [], "cold": []}
+    boot: dict[str, list[float]] = {"warm": [], "cold": []}
+    running: dict[str, list[float]] = {"warm": [], "cold": []}
     spare_pss: list[float] = []
     pss_without: list[float] = []
     pss_with: list[float] = []

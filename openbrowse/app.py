@@ -27,11 +27,9 @@ from openbrowse.api.stream_places import StreamPlaces
 from openbrowse.api.view_tokens import ViewTokens
 from openbrowse.bootstrap import empty_temp_dir, prepare_process_environment
 from openbrowse.config import Settings
-from openbrowse.domain.sessions import SessionRecord
 from openbrowse.errors import ConfigError, InvalidRequest
 from openbrowse.file_modes import log_loose_files
 from openbrowse.llm.catalog import EFFORTS, MODELS, resolve_model
-from openbrowse.llm.keys import missing_provider_key
 from openbrowse.loop_lag import LoopLagMonitor
 from openbrowse.network.policy import NetworkRules
 from openbrowse.profiles.service import ProfileService, prepare_directory
@@ -45,6 +43,7 @@ from openbrowse.sessions.live import LiveTargets
 from openbrowse.sessions.maintenance import Maintenance
 from openbrowse.sessions.manager import SessionManager
 from openbrowse.sessions.metrics import ServiceMetrics, StateSources
+from openbrowse.sessions.policy import SessionPolicy
 from openbrowse.sessions.runtime import EngineLoader, WorkerRuntime
 from openbrowse.sessions.sweeper import Sweeper
 from openbrowse.sessions.takeover import TakeoverTokens
@@ -82,14 +81,6 @@ def live_url_for(settings: Settings, tokens: ViewTokens, target_id: str, *, fres
 def takeover_url_for(settings: Settings, tokens: ViewTokens, target_id: str, token: str) -> str:
     """The live view with input enabled for this link alone (spec §21.5): ``liveUrl`` plus ``takeover=<token>``."""
     return f"{live_url_for(settings, tokens, target_id)}&takeover={token}"
-
-
-def never_started_problem(settings: Settings, record: SessionRecord) -> str | None:
-    resolved = resolve_model(record.llm_model)
-    missing = missing_provider_key(resolved, settings)
-    if missing is None:
-        return None
-    return f"Model '{record.llm_model}' needs {missing}, which is not configured"
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -140,9 +131,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 feed=feed_repo,
                 pool=pool,
                 make_engine=engines.make,
-                never_started_problem=lambda record: never_started_problem(settings, record),
-                live_url=lambda session_id: live_url_for(settings, view_tokens, session_id, fresh=True),
-                engine_ready=engines.ready,
+                policy=SessionPolicy(
+                    settings, lambda session_id: live_url_for(settings, view_tokens, session_id, fresh=True)
+                ),
             )
             admission = QueueAdmission(settings.MAX_QUEUED, pool)
             manager = SessionManager(settings, session_repo, feed_repo, ProfileRepo(db), runtime, admission=admission)

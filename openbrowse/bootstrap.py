@@ -1,8 +1,8 @@
 """Process environment set before browser-use or CloakBrowser is imported (platform notes §3, spec §3).
 
-Caps glibc's malloc arenas (``memory.py``). Turns off every outbound call browser-use makes by default
-(telemetry, version check, cloud sync, extension downloads, the LLM API-key check), stops it from reconfiguring
-the root logger, and keeps its config and cache under our data dir.
+Turns off every outbound call browser-use makes by default (telemetry, version check, cloud sync, extension
+downloads, the LLM API-key check), stops it from reconfiguring the root logger, and keeps its config and cache
+under our data dir.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from openbrowse.memory import limit_malloc_arenas
 from openbrowse.upstream.key_check import SKIP_KEY_CHECK_ENV, SKIP_KEY_CHECK_VALUE
 
 _FIXED = {
@@ -34,7 +33,6 @@ def prepare_process_environment(data_dir: Path | None = None) -> None:
     browser-use creates scratch dirs in the temp dir (one even at import time) and never removes them, so the
     process's temp dir is ``data/run/tmp``; the app empties it once it owns the data dir, and at shutdown.
     """
-    limit_malloc_arenas()
     for name, value in _FIXED.items():
         os.environ[name] = value
     if data_dir is not None:

@@ -126,12 +126,6 @@ class Settings(BaseSettings):
     KEEP_ALIVE_IDLE_TIMEOUT: int = Field(default=600, ge=0)
     TASK_TIMEOUT: int = Field(default=3600, ge=0)
     CLOUD_MAX_COST_FACTOR: float = Field(default=1.0, gt=0, le=1)
-    ENGINE_THREADS: bool = True
-    """Each run's agent works on a thread and event loop of its own, off the API's loop (false: on the API's
-    loop, as before; for comparisons)."""
-    ENGINE_NICE: int = Field(default=10, ge=0, le=19)
-    """How much higher the nice value of each engine thread is than the API thread's, so the kernel serves API
-    requests first when the CPUs are contended (0 = the same priority). Needs ``ENGINE_THREADS``."""
 
     PROVIDER_TIMEOUT: float | None = Field(default=None, gt=0)
     """Overrides the provider client timeouts (Anthropic 180 s; OpenAI 90 s, 240 s at high+), e.g. for slow

@@ -34,9 +34,9 @@ from openbrowse.agent.structured import StructuredOutput
 from openbrowse.agent.temp_dir import temp_dir_inside
 from openbrowse.agent.timeouts import TIMEOUTS
 from openbrowse.agent.tools import ToolContext, register_tools
+from openbrowse.agent.tools.captcha_solver import CaptchaSolver
 from openbrowse.agent.tools.clipboard import Clipboard, capture_start_url
 from openbrowse.agent.tools.pacing import active_run
-from openbrowse.agent.tools.solve_captcha import CaptchaSolver
 from openbrowse.agent.turn_end import TurnEnd
 from openbrowse.agent.turn_history import TurnHistory
 from openbrowse.domain.activity import NO_ACTIVITY, ActivityKind, ActivityReporter

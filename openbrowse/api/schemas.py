@@ -289,7 +289,6 @@ class HealthDetailsView(WireModel):
     is_available: bool
     loop_lag_ms: LoopLagView | None = None
     live_objects: dict[str, int] | None = None
-    engine_threads: int | None = None
     slots: list[SlotUseView] | None = None
     """The slots of sessions and raw browsers (spares are listed under ``spares`` only)."""
     spares: SparesView | None = None

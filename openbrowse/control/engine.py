@@ -3,7 +3,7 @@
 Interface used by the other control modules:
 
 * ``await engine.attach()`` — idempotent; connects ``connect_over_cdp(target.cdp_url)`` on first use, points the
-  browser's downloads at ``target.folders.downloads`` and calls :func:`openbrowse.control.observe.watch` for every
+  browser's downloads at ``target.folders.downloads`` and calls :func:`openbrowse.control.page_log.watch` for every
   page it sees (existing and new).
 * ``await engine.aclose()`` — detaches (never closes the default context or tabs it did not open).
 * ``engine.target`` — the :class:`~openbrowse.control.target.ControlTarget`.
@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 
 from playwright.async_api import Browser, BrowserContext, CDPSession, Locator, Page, Playwright, async_playwright
 
-from openbrowse.control import observe
+from openbrowse.control import page_log
 from openbrowse.control.errors import ControlError, browser_not_live, ref_stale, tab_not_found
 from openbrowse.control.refs import REF_MARKER_ATTRIBUTE, normalize_ref
 from openbrowse.control.tab_state import RefTarget, TabState
@@ -139,7 +139,7 @@ class ControlEngine:
         self._order.append(page)
         page.on("close", self._forget)
         self._watch_documents(page, state)
-        observe.watch(page, state)
+        page_log.watch(page, state)
         # learnt now, before a dialog can block the page's CDP sessions
         task = asyncio.get_running_loop().create_task(self._learn_target_id(page))
         self._background.add(task)

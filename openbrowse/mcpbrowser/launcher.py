@@ -3,9 +3,10 @@
 The shared browser is a :class:`~openbrowse.slots.slot.Slot` of its own, at the index just past the pool's
 (``SLOT_BASE_INDEX + MAX_CONCURRENT_SESSIONS``), so it gets everything a session's browser gets: its own sandbox
 and uid, the cgroup limits, the egress enforcer applying the network policy (§19.2, §24), the ledger that cleans
-up after a crash. It runs without a live view. Each owner gets a fresh ``BrowserContext`` (its own cookies,
-storage and cache) with a first page named ``browser-use-<owner>``, and a file area of its own under
-``data/mcp/`` that goes away with the owner. One unused context with its page is kept ready for the next owner.
+up after a crash. It runs without a live view, with :data:`SHARED_BROWSER_FLAGS` on top of the slot's flags. Each
+owner gets a fresh ``BrowserContext`` (its own cookies, storage and cache) with a first page named
+``browser-use-<owner>``, and a file area of its own under ``data/mcp/`` that goes away with the owner. One unused
+context with its page is kept ready for the next owner.
 """
 
 from __future__ import annotations
@@ -28,11 +29,21 @@ if TYPE_CHECKING:
     from openbrowse.network.policy import NetworkRules
     from openbrowse.slots.ledger import Ledger
 
-__all__ = ["SlotBrowser", "SlotLauncher", "owner_area"]
+__all__ = ["SHARED_BROWSER_FLAGS", "SlotBrowser", "SlotLauncher", "owner_area"]
 
 logger = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_MS = 15_000
+
+# Each owner's context opens a window of its own, and every window of this Chromium preloads the omnibox popup as
+# WebUI pages (chrome://omnibox-popup.top-chrome/, its AI-mode variant) in a renderer of the window's profile:
+# one more renderer per owner, nobody ever types in that omnibox. With these features off the popup falls back to
+# native views and a new owner costs its page's renderer only (docs/benchmarks.md, "MCP browser tools"). Site
+# isolation and the one-renderer-per-context rule are untouched. Chromium honours only the last --disable-features
+# of its command line: should the slot's own flags ever carry one, its features must be merged in here.
+SHARED_BROWSER_FLAGS: tuple[str, ...] = (
+    "--disable-features=WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIOmniboxFullPopup,AimEnabled",
+)
 
 
 def owner_area(root: Path, owner: str) -> Path:
@@ -146,7 +157,7 @@ class SlotLauncher:
         self.evaluate_enabled = settings.CONTROL_EVALUATE
 
     async def __call__(self) -> SlotBrowser:
-        slot = Slot(self.settings, self.index, ledger=self.ledger)
+        slot = Slot(self.settings, self.index, ledger=self.ledger, browser_args=SHARED_BROWSER_FLAGS)
         playwright: Playwright | None = None
         try:
             await slot.start(vnc=False)

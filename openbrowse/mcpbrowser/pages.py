@@ -34,6 +34,7 @@ __all__ = ["OwnerPages", "PageEntry", "ToolFailure"]
 
 logger = logging.getLogger(__name__)
 
+SNAPSHOT_TIMEOUT_MS = 20_000
 _UID = re.compile(r"(?:f\d+)?e\d+")  # Playwright's aria refs: e12, or f2e7 inside a later frame or document
 
 
@@ -63,6 +64,26 @@ class PageEntry:
     def requests(self, *, preserved: bool) -> list[dict[str, Any]]:
         rows = list(self.state.requests)
         return rows if preserved else rows[max(0, len(rows) - (self.requests_seen - self.requests_mark)) :]
+
+    def dialog_notice(self) -> str | None:
+        """The open dialog as the tools' replies show it (the page is frozen until handle_dialog), or None."""
+        pending = self.state.dialogs_pending
+        if not pending:
+            return None
+        dialog = pending[-1]
+        return f'## Open dialog\n{dialog["type"]} dialog: "{dialog["message"]}". Call handle_dialog to handle it.'
+
+    async def snapshot(self, *, verbose: bool = False) -> str:
+        """The page's accessibility tree with a ``uid`` for every element a tool can act on; those uids hold
+        until the page's next document (see :meth:`OwnerPages.locator`)."""
+        if (dialog := self.dialog_notice()) is not None:
+            return dialog
+        document = self.document
+        text = await self.page.aria_snapshot(mode="ai", timeout=SNAPSHOT_TIMEOUT_MS)
+        self.snapshot_document = document
+        if not verbose:
+            text = "\n".join(line for line in text.splitlines() if not line.strip().startswith("- /url:"))
+        return "## Latest page snapshot\n" + text.replace("[ref=", "[uid=")
 
 
 class OwnerPages:

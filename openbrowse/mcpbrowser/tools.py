@@ -19,14 +19,13 @@ from pydantic import BaseModel
 
 from openbrowse.control import observe
 from openbrowse.mcpbrowser import tool_args as args
-from openbrowse.mcpbrowser.pages import OwnerPages, PageEntry, ToolFailure
+from openbrowse.mcpbrowser.pages import OwnerPages, ToolFailure
 
-__all__ = ["CATALOG", "BrowserTool", "Content", "snapshot_text"]
+__all__ = ["CATALOG", "BrowserTool", "Content"]
 
 Content = list[TextContent | ImageContent]
 DEFAULT_TIMEOUT_MS = 10_000
 ACTION_TIMEOUT_MS = 5_000
-SNAPSHOT_TIMEOUT_MS = 20_000
 MAX_RESULT_CHARS = 40_000
 
 
@@ -65,26 +64,6 @@ def _timeout(ms: int) -> int:
     return ms if ms > 0 else DEFAULT_TIMEOUT_MS
 
 
-def _pending_dialog(entry: PageEntry) -> str | None:
-    pending = entry.state.dialogs_pending
-    if not pending:
-        return None
-    dialog = pending[-1]
-    return f'## Open dialog\n{dialog["type"]} dialog: "{dialog["message"]}". Call handle_dialog to handle it.'
-
-
-async def snapshot_text(entry: PageEntry, *, verbose: bool = False) -> str:
-    """The page's accessibility tree with a ``uid`` for every element a tool can act on."""
-    if (dialog := _pending_dialog(entry)) is not None:
-        return dialog
-    document = entry.document
-    text = await entry.page.aria_snapshot(mode="ai", timeout=SNAPSHOT_TIMEOUT_MS)
-    entry.snapshot_document = document
-    if not verbose:
-        text = "\n".join(line for line in text.splitlines() if not line.strip().startswith("- /url:"))
-    return "## Latest page snapshot\n" + text.replace("[ref=", "[uid=")
-
-
 async def _with_pages(pages: OwnerPages, reply: _Reply) -> Content:
     reply.say(await pages.listing())
     return reply.content()
@@ -92,10 +71,10 @@ async def _with_pages(pages: OwnerPages, reply: _Reply) -> Content:
 
 async def _after_action(pages: OwnerPages, reply: _Reply, include_snapshot: bool) -> Content:
     entry = pages.selected
-    if (dialog := _pending_dialog(entry)) is not None:
+    if (dialog := entry.dialog_notice()) is not None:
         reply.say(dialog)
     elif include_snapshot:
-        reply.say(await snapshot_text(entry))
+        reply.say(await entry.snapshot())
     return reply.content()
 
 
@@ -162,7 +141,7 @@ async def wait_for(pages: OwnerPages, call: args.WaitForArgs) -> Content:
     except Exception as exc:
         raise ToolFailure(f'Timed out waiting for "{call.text}" to appear.') from exc
     reply = _Reply("wait_for").say(f'Element with text "{call.text}" found.')
-    reply.say(await snapshot_text(entry))
+    reply.say(await entry.snapshot())
     return reply.content()
 
 
@@ -173,7 +152,7 @@ async def resize_page(pages: OwnerPages, call: args.ResizePageArgs) -> Content:
 
 # -- reading ---------------------------------------------------------------------------------------------------
 async def take_snapshot(pages: OwnerPages, call: args.TakeSnapshotArgs) -> Content:
-    text = await snapshot_text(pages.selected, verbose=call.verbose)
+    text = await pages.selected.snapshot(verbose=call.verbose)
     reply = _Reply("take_snapshot")
     if call.filePath:
         path = await pages.write_file(call.filePath, text.encode())
@@ -252,7 +231,7 @@ async def evaluate_script(pages: OwnerPages, call: args.EvaluateScriptArgs) -> C
         results.append(await entry.page.evaluate(wrapper, handles))
 
     if await pages.until_dialog(entry, evaluate()):
-        raise ToolFailure(f"{_pending_dialog(entry)}")
+        raise ToolFailure(f"{entry.dialog_notice()}")
     result = results[0]
     reply = _Reply("evaluate_script").say("Script ran on page and returned:")
     return reply.say(f"```json\n{result if result is not None else 'undefined'}\n```").content()

@@ -26,9 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -47,12 +46,11 @@ from openbrowse.errors import BrowserUnavailable, InvalidRequest, NotPausable, N
 from openbrowse.profiles.service import ProfileService
 from openbrowse.sessions.admission import QueueAdmission
 from openbrowse.sessions.browser_capacity import CapacityExceeded, capacity_now, estimate_eta, lease_timeout
-from openbrowse.sessions.browser_lifetime import BrowserActivity, Lifetime, wait_for_end
-from openbrowse.sessions.browser_parts import BrowserLease, BrowserRequest, BrowserSlot, CdpEndpoint, SlotSource
+from openbrowse.sessions.browser_parts import BrowserLease, BrowserRequest, CdpEndpoint, SlotSource
+from openbrowse.sessions.browser_running import RunningBrowser, first_of, remove_profile_base
 from openbrowse.sessions.browser_tokens import BrowserTokens, IssuedToken
 from openbrowse.sessions.pausing import PauseRecord
-from openbrowse.sessions.profile_sync import BASE_FILE, ProfileSync
-from openbrowse.sessions.recordings import DisplayRecording, browser_recording, finalize_all_leftovers
+from openbrowse.sessions.recordings import browser_recording, finalize_all_leftovers
 from openbrowse.sessions.runtime import LiveSlot
 from openbrowse.sessions.slot_downloads import collect_downloads, folders_of
 from openbrowse.sessions.takeover import TakeoverTokens
@@ -65,52 +63,6 @@ if TYPE_CHECKING:
 __all__ = ["BrowserRequest", "BrowserService", "CdpEndpoint"]
 
 logger = logging.getLogger(__name__)
-
-
-class _Running:
-    """One raw browser from the moment it was requested until its slot is released."""
-
-    def __init__(self, browser_id: BrowserId, request: BrowserRequest, *, queued: bool = False) -> None:
-        self.id = browser_id
-        self.request = request
-        self.queued = queued
-        self.owner = f"browser {browser_id}"
-        self.ready: asyncio.Future[BrowserRecord] = asyncio.get_running_loop().create_future()
-        self.ready.add_done_callback(lambda f: f.cancelled() or f.exception())  # never "never retrieved"
-        self.record: BrowserRecord | None = None
-        self.slot: BrowserSlot | None = None
-        self.task: asyncio.Task[None] | None = None
-        self._stop = asyncio.Event()
-        self.reason = BrowserStopReason.REQUESTED
-        self.profile: ProfileSync | None = None
-        self.leased = False
-        self.activity = BrowserActivity()
-        self.pause: PauseRecord | None = None
-        self.takeover_token: str | None = None
-        self.ended = asyncio.Event()  # access cut and row stopped; the slot may still be tearing down
-        self.folders: BrowserFolders | None = None  # the slot's uploads/ and downloads/ while it is up
-        self.recording: DisplayRecording | None = None  # enableRecording: the display, until the browser ends
-
-    def request_stop(self, reason: BrowserStopReason) -> None:
-        """Ask the browser to end. Before it is up there is nothing to wait for: the start is cancelled."""
-        if not self._stop.is_set():
-            self.reason = reason
-            self._stop.set()
-        if self.slot is None and self.task is not None:
-            self.task.cancel()
-
-    async def stop_requested(self) -> None:
-        await self._stop.wait()
-
-    def expected_end(self, now: datetime) -> datetime | None:
-        """When this live browser ends if nobody uses it (for queue estimates); None before it is live."""
-        record, slot = self.record, self.slot
-        if record is None or slot is None:
-            return None
-        if self.activity.cdp_clients or slot.viewers:
-            return record.timeout_at
-        idle_left = self.activity.last_used + record.idle_timeout_ms / 1000 - time.monotonic()
-        return min(record.timeout_at, now + timedelta(seconds=max(idle_left, 0.0)))
 
 
 class BrowserService:
@@ -138,7 +90,7 @@ class BrowserService:
         self._live_url = live_url
         self._clock = clock
         self._files_dir = files_dir
-        self._running: dict[BrowserId, _Running] = {}
+        self._running: dict[BrowserId, RunningBrowser] = {}
         self._closed = False
         self.tokens = BrowserTokens(clock)
         self.before_end: Callable[[str], Awaitable[None]] | None = None  # the control API detaches here
@@ -202,7 +154,7 @@ class BrowserService:
             raise CapacityExceeded()
         if self._admission is not None:
             self._admission.admit()  # the browser below counts as waiting from here on, with no await between
-        browser = _Running(new_browser_id(), request, queued=not free and request.capacity.queues)
+        browser = RunningBrowser(new_browser_id(), request, queued=not free and request.capacity.queues)
         browser.task = asyncio.get_running_loop().create_task(self._run(browser), name=f"browser-{browser.id}")
         self._running[browser.id] = browser
         browser.task.add_done_callback(lambda _: self._forget(browser))
@@ -219,7 +171,7 @@ class BrowserService:
         browser = self._running.get(BrowserId(browser_id))
         if browser is not None and browser.task is not None:
             browser.request_stop(BrowserStopReason.REQUESTED)
-            await run_shielded(_first_of(browser.ended.wait(), browser.task))
+            await run_shielded(first_of(browser.ended.wait(), browser.task))
         return await self._repo.get(browser_id)
 
     def ended_signal(self, browser_id: str) -> asyncio.Event | None:
@@ -242,10 +194,7 @@ class BrowserService:
         if browser is None or browser.slot is None or not record.live:
             raise NotPausable("Browser is still waiting for a slot" if record.starting else "Browser is stopped")
         if browser.pause is None:
-            now = self._clock()
-            browser.pause = PauseRecord("paused", "user", reason, requested_at=now, paused_at=now)
-            browser.takeover_token = self.takeovers.open(browser_id)
-            browser.activity.paused = True
+            browser.paused_for_person(reason, self._clock(), self.takeovers.open(browser_id))
             logger.info("Raw browser %s is paused for a person", browser_id)
         return record
 
@@ -255,10 +204,8 @@ class BrowserService:
         browser = self._running.get(BrowserId(browser_id))
         if browser is None or browser.pause is None:
             raise NotPaused("Browser is not paused")
-        browser.pause = browser.takeover_token = None
         self.takeovers.close(browser_id)
-        browser.activity.paused = False
-        browser.activity.touch()
+        browser.resumed()
         logger.info("Raw browser %s is resumed%s", browser_id, f" ({len(note)}-character note)" if note else "")
         return record
 
@@ -344,11 +291,11 @@ class BrowserService:
         return CdpEndpoint(ws_url=ws_url, http_url=slot.cdp_url, folders=folders)
 
     # -- the browser task --------------------------------------------------------------------------------------
-    def _forget(self, browser: _Running) -> None:
+    def _forget(self, browser: RunningBrowser) -> None:
         if self._running.get(browser.id) is browser:
             del self._running[browser.id]
 
-    async def _run(self, browser: _Running) -> None:
+    async def _run(self, browser: RunningBrowser) -> None:
         lease: BrowserLease | None = None
         try:
             if browser.queued:
@@ -361,7 +308,7 @@ class BrowserService:
             browser.leased = True
             slot = await lease.start_browser(vnc=False, window_size=browser.request.window_size)
             browser.folders = await folders_of(slot, self._files_dir / browser.id if self._files_dir else None)
-            browser.profile = await self._load_profile(browser, slot)
+            browser.profile = await browser.load_profile(self._profiles, self._files_dir, slot)
             record = browser.record = await self._go_live(browser)
             if record.enable_recording and self._settings is not None and self._files_dir is not None:
                 browser.recording = await browser_recording(self._settings, self._files_dir / browser.id, slot)
@@ -370,7 +317,7 @@ class BrowserService:
             if not browser.ready.done():
                 browser.ready.set_result(record)
             logger.info("Raw browser %s is up until %s at most", browser.id, record.timeout_at.isoformat())
-            await self._live(browser, slot, record)
+            await browser.live_until_end(slot, record, self._clock())
         except asyncio.CancelledError:
             if not browser.ready.done():
                 browser.ready.set_exception(BrowserUnavailable("The browser was stopped before it was up"))
@@ -385,7 +332,7 @@ class BrowserService:
             browser.slot = None
             await run_shielded(self._finish(browser, lease, browser.record))
 
-    async def _take_slot(self, browser: _Running) -> BrowserLease | None:
+    async def _take_slot(self, browser: RunningBrowser) -> BrowserLease | None:
         """A lease within the browser's capacity bounds; None when a queued browser's wait expired."""
         if not browser.queued:
             try:
@@ -407,55 +354,18 @@ class BrowserService:
             browser.reason = BrowserStopReason.CAPACITY_TIMEOUT
             return None
 
-    async def _load_profile(self, browser: _Running, slot: BrowserSlot) -> ProfileSync | None:
-        profile_id = browser.request.profile_id
-        if profile_id is None or self._files_dir is None:
-            return None
-
-        async def note(text: str) -> None:
-            logger.info("Raw browser %s: %s", browser.id, text)
-
-        return await ProfileSync.start(self._profiles, profile_id, self._files_dir / browser.id, slot.cdp_ws_url, note)
-
-    async def _insert(self, browser: _Running) -> BrowserRecord:
+    async def _insert(self, browser: RunningBrowser) -> BrowserRecord:
         """The browser's row: live at once, or (queued) waiting until ``queue_expires_at``."""
-        request = browser.request
-        now = self._clock()
-        queue_seconds = request.capacity.queue_seconds if browser.queued else None
-        record = BrowserRecord(
-            id=browser.id,
-            status=BrowserStatus.ACTIVE,
-            timeout_minutes=request.timeout_minutes,
-            started_at=now,
-            timeout_at=now + timedelta(minutes=request.timeout_minutes),
-            profile_id=request.profile_id,
-            screen_width=request.screen_width,
-            screen_height=request.screen_height,
-            metadata=dict(request.metadata),
-            idle_timeout_ms=request.idle_timeout_ms,
-            queued_at=now if queue_seconds is not None else None,
-            queue_expires_at=now + timedelta(seconds=queue_seconds) if queue_seconds is not None else None,
-            enable_recording=self._records_by_default if request.enable_recording is None else request.enable_recording,
-        )
-        return await self._repo.insert(record)
+        return await self._repo.insert(browser.new_row(self._clock(), records_by_default=self._records_by_default))
 
-    async def _go_live(self, browser: _Running) -> BrowserRecord:
+    async def _go_live(self, browser: RunningBrowser) -> BrowserRecord:
         if browser.record is None:
             return await self._insert(browser)
         now = self._clock()
         timeout_at = now + timedelta(minutes=browser.request.timeout_minutes)
         return await self._repo.mark_started(browser.id, started_at=now, timeout_at=timeout_at)
 
-    async def _live(self, browser: _Running, slot: BrowserSlot, record: BrowserRecord) -> None:
-        left = (record.timeout_at - self._clock()).total_seconds()
-        lifetime = Lifetime(idle_seconds=record.idle_timeout_ms / 1000, ends_at=time.monotonic() + left)
-        reason = await wait_for_end(
-            browser.id, lifetime, browser.activity, lambda: slot.viewers, browser.stop_requested, slot.watch
-        )
-        if reason is not None:
-            browser.reason = reason
-
-    async def _finish(self, browser: _Running, lease: BrowserLease | None, record: BrowserRecord | None) -> None:
+    async def _finish(self, browser: RunningBrowser, lease: BrowserLease | None, record: BrowserRecord | None) -> None:
         self.tokens.revoke(browser.id)
         self.takeovers.forget(browser.id)
         browser.pause = browser.takeover_token = None
@@ -470,7 +380,7 @@ class BrowserService:
                 if profile is not None:
                     await profile.finish()  # before the slot's Chromium stops
                     assert self._files_dir is not None
-                    await asyncio.to_thread(_remove_profile_base, self._files_dir / browser.id)
+                    await asyncio.to_thread(remove_profile_base, self._files_dir / browser.id)
                 if self._files_dir is not None:  # listed after the end (spec §22.2): out of the slot before it goes
                     await collect_downloads(browser.folders, self._files_dir / browser.id)
             finally:
@@ -481,18 +391,3 @@ class BrowserService:
             browser.ended.set()  # answers the stop and closes the browser's open connections
             if lease is not None:
                 await lease.release()
-
-
-def _remove_profile_base(files_dir: Path) -> None:
-    """The merged profile's base snapshot is the server's own; the browser's other files stay (spec §22.3)."""
-    (files_dir / BASE_FILE).unlink(missing_ok=True)
-
-
-async def _first_of(ended: Awaitable[bool], task: asyncio.Task[None]) -> None:
-    """Until ``ended`` or, should the task end without it, the task."""
-    waiter = asyncio.ensure_future(ended)
-    try:
-        await asyncio.wait({waiter, task}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        waiter.cancel()
-        await asyncio.gather(waiter, return_exceptions=True)

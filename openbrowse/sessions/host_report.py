@@ -7,11 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from openbrowse.agent.census import live_counts
-from openbrowse.sessions.engine_host import engine_threads
 from openbrowse.slots.memory import MiB, slot_usage
 from openbrowse.slots.pool import SlotPool
 
-__all__ = ["SlotMemory", "SlotReport", "engine_threads", "live_objects", "slot_report"]
+__all__ = ["SlotMemory", "SlotReport", "live_objects", "slot_report"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,8 +21,7 @@ from openbrowse.config import Settings
 from openbrowse.domain.clock import Clock, to_wire, utc_now
 from openbrowse.domain.feed import FeedEntry, Message
 from openbrowse.domain.ids import SessionId, new_session_id
-from openbrowse.domain.redaction import REDACTORS
-from openbrowse.domain.secrets import ScopedSecrets, scope_secrets, secret_values
+from openbrowse.domain.secrets import scope_secrets
 from openbrowse.domain.sessions import (
     TERMINAL_STATUSES,
     SessionRecord,
@@ -32,12 +31,13 @@ from openbrowse.domain.sessions import (
 )
 from openbrowse.errors import BrowserUnavailable, InvalidRequest, NotPausable, NotPaused, SessionNotFound, SessionPaused
 from openbrowse.sessions.admission import QueueAdmission
+from openbrowse.sessions.follow_ups import check_accepts_follow_up, follow_up_changes
+from openbrowse.sessions.held_secrets import HeldSecrets
 from openbrowse.sessions.locks import KeyedLocks
 from openbrowse.sessions.max_duration import end_overdue_sessions, refuse_if_overdue
 from openbrowse.sessions.recordings import finalize_leftovers
 from openbrowse.sessions.requests import (
     SessionCreate,
-    follow_up_ceiling,
     resolve_session_effort,
     resolve_session_model,
     scaled_budget,
@@ -54,8 +54,6 @@ from openbrowse.store.profiles import ProfileRepo
 from openbrowse.store.sessions import NEXT_IN_QUEUE, SessionRepo
 
 logger = logging.getLogger(__name__)
-
-RESTART_FIELDS = ("model", "reasoning effort", "output schema", "sensitive data", "system prompt extension", "profile")
 
 
 class SessionManager:
@@ -78,13 +76,12 @@ class SessionManager:
         self._workers: dict[SessionId, SessionWorker] = {}
         self._locks = KeyedLocks()
         self._sweeper = Sweeper(self._sweep)
-        self._secrets_retired: set[SessionId] = set()
+        self._secrets = HeldSecrets()
         self._admission = admission
         self.draining = False
         """Set by a maintenance drain (spec §21.6): no new run starts, and a finished keep-alive turn never parks."""
         if admission is not None:
             admission.add_source(self.waiting_for_slot)
-        runtime.bind(self)
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
     async def __aenter__(self) -> SessionManager:
@@ -108,7 +105,7 @@ class SessionManager:
 
     async def _reconcile_after_restart(self) -> None:
         for record in await self.sessions.with_secrets():
-            self._hold_secrets(record.id, record.sensitive_data)
+            self._secrets.hold(record.id, record.sensitive_data)
         for record in await self.sessions.with_status(SessionStatus.RUNNING):
             await self.apply(
                 record.id,
@@ -134,7 +131,7 @@ class SessionManager:
 
     async def _sweep(self) -> None:
         await self.expire_stale_shells()
-        await end_overdue_sessions(self, self._clock())
+        await end_overdue_sessions(self.sessions, self.feed, self, lambda sid: sid in self._workers, self._clock())
 
     async def expire_stale_shells(self) -> list[SessionRecord]:
         """Expire every ``created`` shell older than 15 minutes; returns the expired records."""
@@ -167,7 +164,7 @@ class SessionManager:
         holds_secrets = record.sensitive_data is not None or changes.get("sensitive_data") is not None
         if holds_secrets and self._ends_for_good(status, changes.get("keep_alive", record.keep_alive)):
             changes["sensitive_data"] = None  # spec §25.3: wiped from the row when the session ends
-            self._retire_secrets(session_id)
+            self._secrets.retire(session_id, run_alive=session_id in self._workers)
         if status in TERMINAL_STATUSES:
             changes.setdefault("end_reason", end_reason_of(trigger, changes.get("failure_kind", record.failure_kind)))
         else:
@@ -178,21 +175,6 @@ class SessionManager:
     def _ends_for_good(status: SessionStatus, keep_alive: bool) -> bool:
         """A keep-alive session takes follow-ups in every terminal status but ``expired``: it keeps its secrets."""
         return status is SessionStatus.EXPIRED or (status in TERMINAL_STATUSES and not keep_alive)
-
-    # -- secrets (spec §25.3) ----------------------------------------------------------------------------------
-    def _hold_secrets(self, session_id: SessionId, secrets: ScopedSecrets | None) -> None:
-        """Every sink redacts these values from now on (together with any the session held before)."""
-        if not secrets:
-            return
-        self._secrets_retired.discard(session_id)
-        REDACTORS.add(session_id, secret_values(secrets))
-
-    def _retire_secrets(self, session_id: SessionId) -> None:
-        """The row no longer holds secrets: forget them once nothing of the run can write any more."""
-        if session_id in self._workers:
-            self._secrets_retired.add(session_id)
-        else:
-            REDACTORS.drop(session_id)
 
     # -- queries -----------------------------------------------------------------------------------------------
     async def rename(self, session_id: SessionId, title: str | None) -> SessionRecord:
@@ -323,7 +305,7 @@ class SessionManager:
             else request.enable_recording,
         )
         with self._queue_place(needed=bool(task)):
-            self._hold_secrets(record.id, record.sensitive_data)
+            self._secrets.hold(record.id, record.sensitive_data)
             record = await self.sessions.insert(record, enqueue=bool(task))
             if task:
                 await self.feed.append(record.id, FeedEntry.user_message(task))
@@ -343,14 +325,14 @@ class SessionManager:
             worker = self._workers.get(session_id)
             if record.pause is not None or (worker is not None and worker.pauses.active):
                 raise SessionPaused()
-            self._check_accepts_follow_up(record)
+            check_accepts_follow_up(record)
             self._refuse_while_draining()
             refuse_if_overdue(record, self._clock(), sent_limit=request.sent("max_duration_ms"))
             task = task_text(request.task)
             if task is None:
                 raise InvalidRequest("Task is required when targeting an existing session")
-            changes, changed = await self._follow_up_changes(record, request, task)
-            self._hold_secrets(session_id, changes.get("sensitive_data"))
+            changes, changed = await follow_up_changes(self._settings, record, request, task, self._require_profile)
+            self._secrets.hold(session_id, changes.get("sensitive_data"))
             changes.update(task=task, title=record.title or title_from_task(task))
             worker = self._workers.get(session_id)
             if worker is None or changed or not worker.awaiting_follow_up:
@@ -371,70 +353,6 @@ class SessionManager:
         record = await self.apply_locked(session_id, Trigger.WARM_FOLLOW_UP, pending_task=None, **changes)
         await self.feed.append(session_id, FeedEntry.user_message(task))
         return record
-
-    def _check_accepts_follow_up(self, record: SessionRecord) -> None:
-        status = record.status
-        busy = status is SessionStatus.RUNNING or record.is_queued
-        keep_alive_ok = record.keep_alive and status in {
-            SessionStatus.IDLE,
-            SessionStatus.STOPPED,
-            SessionStatus.TIMED_OUT,
-            SessionStatus.ERROR,
-        }
-        if busy or not (status in {SessionStatus.IDLE, SessionStatus.CREATED} or keep_alive_ok):
-            raise InvalidRequest(f"Session is {status}, not idle")
-
-    async def _follow_up_changes(
-        self, record: SessionRecord, request: SessionCreate, task: str
-    ) -> tuple[dict[str, Any], list[str]]:
-        """The row changes a follow-up makes (only fields it sent) and the restart fields it changed."""
-        changes: dict[str, Any] = {}
-        changed: list[str] = []
-        llm_model = record.llm_model
-        if request.sent("model"):
-            resolved = resolve_session_model(self._settings, request.model)
-            changes.update(model=resolved.echo, llm_model=resolved.llm_id)
-            llm_model = resolved.llm_id
-            spec = resolved.spec
-        else:
-            spec = resolve_session_model(self._settings, record.llm_model).spec
-        effort_request = request.effort_request()
-        if effort_request.sent or llm_model != record.llm_model:
-            changes["reasoning_effort"] = resolve_session_effort(spec, effort_request)
-        if llm_model != record.llm_model:
-            changed.append("model")
-        if changes.get("reasoning_effort", record.reasoning_effort) != record.reasoning_effort:
-            changed.append("reasoning effort")
-        for field, label in (
-            ("output_schema", "output schema"),
-            ("sensitive_data", "sensitive data"),
-            ("system_prompt_extension", "system prompt extension"),
-            ("profile_id", "profile"),
-        ):
-            if request.sent(field):
-                value = getattr(request, field)
-                if field == "profile_id" and value is not None:
-                    await self._require_profile(value)
-                if field == "sensitive_data":
-                    value = (scope_secrets(value, task) or None) if value else None
-                changes[field] = value
-                if value != getattr(record, field):
-                    changed.append(label)
-        if request.sent("keep_alive") and request.keep_alive is not None:
-            changes["keep_alive"] = request.keep_alive
-        if request.sent("webhook_url"):  # spec §22.4: this session's own target, from this change on
-            changes["webhook_url"] = request.webhook_url
-        if request.enable_recording is not None:  # from the next turn on
-            changes["enable_recording"] = request.enable_recording
-        ceiling, ceiling_changes = follow_up_ceiling(
-            self._settings,
-            sent_max_cost=request.max_cost_usd if request.sent("max_cost_usd") else None,
-            spent=record.total_cost_usd,
-            allowance=record.allowance_usd,
-        )
-        if ceiling_changes:
-            changes["max_cost_usd"] = ceiling
-        return changes, changed
 
     # -- stop / delete -----------------------------------------------------------------------------------------
     async def stop(self, session_id: SessionId, strategy: StopStrategy) -> SessionRecord:
@@ -457,24 +375,21 @@ class SessionManager:
         if worker is not None:
             await worker.stop(StopReason.DELETE)
         await self.sessions.delete(session_id)
-        REDACTORS.drop(session_id)
-        self._secrets_retired.discard(session_id)
+        self._secrets.forget(session_id)
         folder = self._settings.sessions_dir / session_id
         await asyncio.to_thread(shutil.rmtree, folder, True)
 
     # -- workers -----------------------------------------------------------------------------------------------
     def _spawn(self, session_id: SessionId) -> None:
         previous = self._workers.get(session_id)
-        worker = SessionWorker(session_id, self._runtime, predecessor=previous.task if previous else None)
+        worker = SessionWorker(session_id, self._runtime, self, predecessor=previous.task if previous else None)
         self._workers[session_id] = worker
         worker.start(on_done=self._forget)
 
     def _forget(self, worker: SessionWorker) -> None:
         if self._workers.get(worker.session_id) is worker:
             del self._workers[worker.session_id]
-            if worker.session_id in self._secrets_retired:
-                self._secrets_retired.discard(worker.session_id)
-                REDACTORS.drop(worker.session_id)
+            self._secrets.run_ended(worker.session_id)
 
     def live_slot(self, session_id: str) -> LiveSlot | None:
         """The display slot showing this session's browser, or None when it has no live browser."""

@@ -29,7 +29,10 @@ from openbrowse.errors import InvalidRequest
 from openbrowse.sessions.states import Trigger
 
 if TYPE_CHECKING:
-    from openbrowse.sessions.manager import SessionManager
+    from openbrowse.domain.ids import SessionId
+    from openbrowse.sessions.status_port import StatusPort
+    from openbrowse.store.feed import FeedRepo
+    from openbrowse.store.sessions import SessionRepo
 
 __all__ = ["DeadlineTimer", "end_overdue_sessions", "reached_summary", "refuse_if_overdue"]
 
@@ -70,19 +73,26 @@ class DeadlineTimer:
             handle.cancel()
 
 
-async def end_overdue_sessions(manager: SessionManager, now: datetime) -> list[SessionRecord]:
-    """End sessions past their limit that no worker watches: shells without a task and cold idle sessions."""
+async def end_overdue_sessions(
+    sessions: SessionRepo,
+    feed: FeedRepo,
+    status: StatusPort,
+    has_run: Callable[[SessionId], bool],
+    now: datetime,
+) -> list[SessionRecord]:
+    """End sessions past their limit that no worker watches (``has_run`` is False): shells without a task and cold
+    idle sessions."""
     ended = []
-    for candidate in await manager.sessions.with_status(SessionStatus.CREATED, SessionStatus.IDLE):
-        if not candidate.overdue(now) or manager.worker(candidate.id) is not None:
+    for candidate in await sessions.with_status(SessionStatus.CREATED, SessionStatus.IDLE):
+        if not candidate.overdue(now) or has_run(candidate.id):
             continue
-        async with manager.lock(candidate.id):
-            record = await manager.sessions.get(candidate.id)
-            if record.is_queued or manager.worker(record.id) is not None or not record.overdue(now):
+        async with status.lock(candidate.id):
+            record = await sessions.get(candidate.id)
+            if record.is_queued or has_run(record.id) or not record.overdue(now):
                 continue  # a run took it over meanwhile: its worker's timer ends it
             summary = reached_summary(record)
             ended.append(
-                await manager.apply_locked(
+                await status.apply_locked(
                     record.id,
                     Trigger.STOP_SESSION,
                     last_step_summary=summary,
@@ -91,6 +101,6 @@ async def end_overdue_sessions(manager: SessionManager, now: datetime) -> list[S
                     end_reason=EndReason.MAX_DURATION,
                 )
             )
-            await manager.feed.append(record.id, FeedEntry.system("maxDuration", summary))
+            await feed.append(record.id, FeedEntry.system("maxDuration", summary))
             logger.info("Session %s reached its maximum duration while no run held it", record.id)
     return ended

@@ -224,3 +224,23 @@ class SessionPause:
 
     async def _event(self, action: str, summary: str, **data: Any) -> None:
         await self._runtime.feed.append(self._session_id, FeedEntry.system(action, summary, **data))
+
+
+async def idle_until(
+    pauses: SessionPause, wake: asyncio.Future[Any], died: asyncio.Future[Any], idle_limit: float | None
+) -> None:
+    """A parked run waits for a follow-up (``wake``), the browser's death (``died``) or the idle timeout; a pause
+    stops the idle clock, and a resume starts it again from zero."""
+    while True:
+        pauses.changed.clear()
+        changed = asyncio.ensure_future(pauses.changed.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {wake, died, changed},
+                timeout=None if pauses.active else idle_limit,
+                return_when=asyncio.FIRST_COMPLETED,
+            )
+        finally:
+            changed.cancel()
+        if wake in done or died in done or changed not in done:
+            return

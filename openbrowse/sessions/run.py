@@ -37,13 +37,13 @@ from openbrowse.llm.costs import CallUsage, CostLedger
 from openbrowse.llm.factory import build_chat_model
 from openbrowse.llm.metering import MeteredChatModel
 from openbrowse.network.policy import NetworkRules
-from openbrowse.sessions.profile_sync import ProfileStore, ProfileSync
+from openbrowse.profiles.sync import ProfileStore, ProfileSync
 from openbrowse.sessions.scripts import SessionScripts
 from openbrowse.sessions.slot_downloads import collect_downloads, folders_of
 from openbrowse.shielding import run_shielded
 
 if TYPE_CHECKING:
-    from openbrowse.sessions.runtime import BrowserLease, FeedLog, SessionRows, SlotEndpoints
+    from openbrowse.sessions.runtime import FeedLog, SessionRows, SlotEndpoints
 
 logger = logging.getLogger(__name__)
 
@@ -83,6 +83,10 @@ class AgentEngine:
             total_usd=record.llm_cost_usd,
         )
         self._captcha_usd = record.captcha_cost_usd
+        self._steps = record.step_count
+        self._turn_record = record
+        """The session's step counter: only this engine writes it while the run lasts, so it is kept here and
+        written, never read back from the row."""
         resolved = resolve_model(record.llm_model)
         session_id = record.id
 
@@ -132,14 +136,14 @@ class AgentEngine:
         return self._ledger.total_usd + self._captcha_usd
 
     async def ceiling(self) -> Decimal | None:
-        return (await self._sessions.get(self._record.id)).max_cost_usd
+        return self._turn_record.max_cost_usd
 
     async def step_finished(self, summary: str) -> None:
-        record = await self._sessions.get(self._record.id)
+        self._steps += 1
         totals = self._ledger.totals()
         await self._sessions.update(
             self._record.id,
-            step_count=record.step_count + 1,
+            step_count=self._steps,
             last_step_summary=summary,
             total_input_tokens=totals.input_tokens,
             total_output_tokens=totals.output_tokens,
@@ -188,13 +192,14 @@ class AgentEngine:
         )
 
     # -- Engine ------------------------------------------------------------------------------------------------
-    async def launch(self, lease: BrowserLease, task: str) -> None:
-        """Start the browser on the slot while the goal pre-flight runs; connect browser-use over CDP."""
+    async def launch(self, browser: Awaitable[SlotEndpoints], task: str) -> None:
+        """Wait for the slot's browser (the worker starts it) while the goal pre-flight runs; connect browser-use
+        over CDP."""
         self._files.mkdir(parents=True, exist_ok=True)
         self._activity.begin("Starting the browser", ActivityKind.PREPARING)
         self._goal = asyncio.create_task(self._preflight(task), name=f"preflight-{self._record.id}")
         try:
-            self._slot = await lease.start_browser()
+            self._slot = await browser
             self._folders = await folders_of(self._slot, self._files)  # uploads made before this turn too
             if self._record.profile_id and self._profiles is not None:
                 self._profile = await ProfileSync.start(
@@ -246,6 +251,8 @@ class AgentEngine:
 
     async def run_turn(self, task: str) -> TurnOutcome:
         assert self._runner is not None
+        # read once per turn: only a follow-up changes the ceiling or keep-alive, and none lands while a turn runs
+        self._turn_record = await self._sessions.get(self._record.id)
         preamble = None
         self._activity.begin("Setting the goal", ActivityKind.PREPARING)
         if self._turns == 0:
@@ -270,7 +277,7 @@ class AgentEngine:
         finally:
             # one shielded call: a stop re-raised after one part must not skip the next (the secrets sweep last)
             await run_shielded(self._after_turn())
-        if self._profile is not None and (await self._sessions.get(self._record.id)).keep_alive:
+        if self._profile is not None and self._turn_record.keep_alive:
             await self._profile.checkpoint()  # a parked browser's logins are saved without waiting for release
         return outcome
 

@@ -27,6 +27,7 @@ from openbrowse.sessions.turns import clip_output
 if TYPE_CHECKING:
     from openbrowse.domain.sessions import SessionRecord
     from openbrowse.sessions.runtime import WorkerRuntime
+    from openbrowse.sessions.status_port import StatusPort
 
 logger = logging.getLogger(__name__)
 
@@ -53,9 +54,10 @@ class Release:
 
 
 class EndingRecorder:
-    def __init__(self, session_id: SessionId, runtime: WorkerRuntime) -> None:
+    def __init__(self, session_id: SessionId, runtime: WorkerRuntime, status: StatusPort) -> None:
         self.session_id = session_id
         self._runtime = runtime
+        self._status = status
 
     # -- before the run starts ---------------------------------------------------------------------------------
     async def queued(self, ahead: int) -> None:
@@ -68,7 +70,7 @@ class EndingRecorder:
             self.session_id,
             FeedEntry(MessageType.BROWSER_ACTION_ERROR, f"Error: {problem}"[:200], {"errorFull": problem}),
         )
-        await self._runtime.manager.apply(
+        await self._status.apply(
             self.session_id,
             Trigger.FAIL,
             pending_task=None,
@@ -88,7 +90,7 @@ class EndingRecorder:
         }[outcome.ending]
         failure = outcome.failure
         gone: dict[str, object] = {} if parked else {"live_url": None, "browser_live": False}
-        await self._runtime.manager.apply(
+        await self._status.apply(
             self.session_id,
             trigger,
             **gone,
@@ -104,14 +106,12 @@ class EndingRecorder:
         await self._runtime.feed.append(self.session_id, FeedEntry.system("keepAlive", release.note))
         if not release.final_status:
             return
-        manager = self._runtime.manager
-        async with manager.lock(self.session_id):
+        status = self._status
+        async with status.lock(self.session_id):
             record = await self._runtime.sessions.get(self.session_id)
             if not record.is_queued and record.status.value == "idle":
                 reason = {"end_reason": release.end_reason} if release.end_reason else {}
-                await manager.apply_locked(
-                    self.session_id, Trigger.RELEASE, live_url=None, browser_live=False, **reason
-                )
+                await status.apply_locked(self.session_id, Trigger.RELEASE, live_url=None, browser_live=False, **reason)
 
     # -- ends that are not turn outcomes -----------------------------------------------------------------------
     async def crashed(self, exc: Exception) -> None:
@@ -123,7 +123,7 @@ class EndingRecorder:
             )
             record = await self._runtime.sessions.get(self.session_id)
             if record.status.value in {"created", "running"}:
-                await self._runtime.manager.apply(
+                await self._status.apply(
                     self.session_id,
                     Trigger.FAIL,
                     pending_task=None,
@@ -183,11 +183,11 @@ class EndingRecorder:
 
     async def _resting(self, trigger: Trigger, **changes: object) -> None:
         """The browser is gone; move a resting session along ``trigger`` where the table allows it."""
-        manager = self._runtime.manager
-        async with manager.lock(self.session_id):
+        status = self._status
+        async with status.lock(self.session_id):
             record = await self._runtime.sessions.get(self.session_id)
             if can(record.status, trigger):
-                await manager.apply_locked(self.session_id, trigger, live_url=None, browser_live=False, **changes)
+                await status.apply_locked(self.session_id, trigger, live_url=None, browser_live=False, **changes)
             else:  # e.g. stop "session" of a session whose turn already ended stopped: idempotent
                 await self._runtime.sessions.update(self.session_id, live_url=None, browser_live=False)
 
@@ -200,7 +200,7 @@ class EndingRecorder:
         await self._runtime.feed.append(
             self.session_id, FeedEntry(MessageType.COMPLETION, summary, {"output": clip_output(kept.output)})
         )
-        await self._runtime.manager.apply(
+        await self._status.apply(
             self.session_id,
             trigger,
             pending_task=None,

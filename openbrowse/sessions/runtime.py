@@ -23,8 +23,7 @@ from openbrowse.errors import ProcessDied
 from openbrowse.llm.factory import provider_modules
 from openbrowse.profiles.service import ProfileService
 from openbrowse.sessions.activity import ActivityBoard
-from openbrowse.sessions.bus_threads import keep_event_buses_per_thread
-from openbrowse.sessions.engine_host import HomeActivity, HomeFeed, HomeLoop, HomeProfiles, HomeSessions, HostedEngine
+from openbrowse.sessions.policy import RunPolicy
 from openbrowse.store.feed import FeedRepo
 from openbrowse.store.sessions import SessionRepo
 from openbrowse.upstream.httpx_tls import share_httpx_default_context
@@ -32,14 +31,12 @@ from openbrowse.upstream.httpx_tls import share_httpx_default_context
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from openbrowse.sessions.manager import SessionManager
-
 
 ENGINE_MODULE = "openbrowse.sessions.run"
 
 
 class SessionRows(Protocol):
-    """The session rows an engine reads and writes (a :class:`SessionRepo`, or its bridge on an engine thread)."""
+    """The session rows an engine reads and writes (a :class:`SessionRepo`)."""
 
     async def get(self, session_id: str) -> SessionRecord: ...
 
@@ -47,7 +44,7 @@ class SessionRows(Protocol):
 
 
 class FeedLog(Protocol):
-    """The feed an engine appends to and replays (a :class:`FeedRepo`, or its bridge on an engine thread)."""
+    """The feed an engine appends to and replays (a :class:`FeedRepo`)."""
 
     async def append(self, session_id: SessionId, entry: FeedEntry) -> Message: ...
 
@@ -72,16 +69,12 @@ class SlotEndpoints(Protocol):
     async def watch(self) -> ProcessDied: ...
 
 
-class BrowserLease(Protocol):
-    """What an engine needs of its lease: the slot's browser, started (idempotent)."""
-
-    async def start_browser(self) -> SlotEndpoints: ...
-
-
 class SlotLease(Protocol):
     """A display slot held by one run (implemented by :class:`openbrowse.slots.pool.SlotLease`)."""
 
-    async def start_browser(self) -> object: ...
+    async def start_browser(self) -> SlotEndpoints:
+        """Start the slot's browser (idempotent) and return where it listens."""
+        ...
 
     def park(self, release_callback: Callable[[], Awaitable[None]]) -> None: ...
 
@@ -122,7 +115,10 @@ class SlotProvider(Protocol):
 class Engine(Protocol):
     """One run's browser and agent, from launch to close."""
 
-    async def launch(self, lease: Any, task: str) -> None: ...
+    async def launch(self, browser: Awaitable[SlotEndpoints], task: str) -> None:
+        """Connect to the run's browser, which the worker is starting (``browser``), while the goal pre-flight
+        runs."""
+        ...
 
     async def wait_died(self) -> BaseException:
         """Completes with the error when an essential process of the run's browser stack dies."""
@@ -227,8 +223,6 @@ class NoControl:
 TURN_HISTORY = 20
 
 EngineFactory = Callable[[SessionRecord], Awaitable[Engine]]
-NeverStartedCheck = Callable[[SessionRecord], "str | None"]
-LiveUrl = Callable[[SessionId], str]
 
 
 class EngineLoader:
@@ -237,7 +231,7 @@ class EngineLoader:
     loaded and the first run after a start waits for nothing a later run does not (the pool's spare browser
     starts meanwhile). See "Start-up" in docs/architecture.md.
 
-    Each engine runs on its own thread and event loop (``engine_host.py``), off the API's loop.
+    Engines run on the API's event loop (issue 24: engine threads did not pay for themselves).
     """
 
     def __init__(
@@ -270,37 +264,18 @@ class EngineLoader:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._loading)
 
-    def ready(self) -> bool:
-        """True once browser-use is imported: making an engine no longer waits."""
-        return self._loading is not None and self._loading.done()
-
     async def make(self, record: SessionRecord) -> Engine:
         assert self._loading is not None, "EngineLoader was not entered"
         module = await asyncio.shield(self._loading)
-        profiles = self._profiles
-        if not self._settings.ENGINE_THREADS:
-            engine: Engine = module.AgentEngine(
-                self._settings,
-                record,
-                self._sessions,
-                self._feed,
-                activity=self._activity.reporter(record.id),
-                profiles=profiles,
-            )
-            return engine
-
-        def build(home: HomeLoop) -> Engine:
-            hosted: Engine = module.AgentEngine(
-                self._settings,
-                record,
-                HomeSessions(home, self._sessions),
-                HomeFeed(home, self._feed),
-                activity=HomeActivity(home, self._activity.reporter(record.id)),
-                profiles=HomeProfiles(home, profiles) if profiles is not None else None,
-            )
-            return hosted
-
-        return await HostedEngine.start(record.id, build, nice=self._settings.ENGINE_NICE)
+        engine: Engine = module.AgentEngine(
+            self._settings,
+            record,
+            self._sessions,
+            self._feed,
+            activity=self._activity.reporter(record.id),
+            profiles=self._profiles,
+        )
+        return engine
 
 
 async def _import_engine(settings: Settings) -> Any:
@@ -309,7 +284,6 @@ async def _import_engine(settings: Settings) -> Any:
     # the provider SDKs load with their adapters, only for the providers this server has keys for
     for name in provider_modules(settings):
         await asyncio.to_thread(importlib.import_module, name)
-    keep_event_buses_per_thread()
     # browser-use runs a full gc.collect() on the event loop when an agent closes; with the hundreds of
     # thousands of objects its import leaves, that stalled every request for hundreds of ms. Frozen objects
     # are never scanned again.
@@ -318,7 +292,8 @@ async def _import_engine(settings: Settings) -> Any:
 
 
 class WorkerRuntime:
-    """Shared services for workers. Built by the app; the manager binds itself on construction."""
+    """Shared services for workers, built by the app. A worker changes its session's status only through the
+    :class:`~openbrowse.sessions.status_port.StatusPort` its manager hands it."""
 
     def __init__(
         self,
@@ -327,30 +302,16 @@ class WorkerRuntime:
         feed: FeedRepo,
         pool: SlotProvider,
         make_engine: EngineFactory,
-        never_started_problem: NeverStartedCheck,
-        live_url: LiveUrl,
-        engine_ready: Callable[[], bool] = lambda: True,
+        policy: RunPolicy,
     ) -> None:
         self.settings = settings
         self.sessions = sessions
         self.feed = feed
         self.pool = pool
         self.make_engine = make_engine
-        self.never_started_problem = never_started_problem
-        self.live_url = live_url
-        self.engine_ready = engine_ready
-        self._manager: SessionManager | None = None
+        self.policy = policy
         self.control: ControlHooks = NoControl()  # the control API's, once the app has built it
         self.takeovers: TakeoverHooks = NoTakeovers()  # the live view's, once the app has built it
         self.queue_position: Callable[[str], int | None] = lambda _owner: None  # the pool's FIFO place (1 = next)
         self.turn_seconds: deque[float] = deque(maxlen=TURN_HISTORY)
         """How long recent turns took: what a queued session's ``etaSeconds`` is estimated from."""
-
-    def bind(self, manager: SessionManager) -> None:
-        self._manager = manager
-
-    @property
-    def manager(self) -> SessionManager:
-        if self._manager is None:
-            raise RuntimeError("WorkerRuntime is not bound to a SessionManager")
-        return self._manager

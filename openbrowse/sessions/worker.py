@@ -24,8 +24,9 @@ from openbrowse.domain.ids import SessionId
 from openbrowse.domain.runs import NOTHING_KEPT, Salvage, TurnEnding, TurnOutcome
 from openbrowse.errors import NotPausable, NotPaused, SessionNotFound
 from openbrowse.logs import session_id_var
+from openbrowse.memory import trim_malloc
 from openbrowse.sessions.max_duration import DeadlineTimer
-from openbrowse.sessions.pausing import PausedBy, SessionPause
+from openbrowse.sessions.pausing import PausedBy, SessionPause, idle_until
 from openbrowse.sessions.pressure import host_pressure
 from openbrowse.sessions.recordings import session_recording
 from openbrowse.sessions.run_endings import EndingRecorder, Phase, Release, StopReason
@@ -37,7 +38,8 @@ from openbrowse.slots.lease import SlotLease as PoolLease
 from openbrowse.slots.slot import Slot as PoolSlot
 
 if TYPE_CHECKING:
-    from openbrowse.sessions.runtime import Engine, LiveSlot, SlotLease, WorkerRuntime
+    from openbrowse.sessions.runtime import Engine, LiveSlot, SlotEndpoints, SlotLease, WorkerRuntime
+    from openbrowse.sessions.status_port import StatusPort
 
 __all__ = ["Phase", "Release", "SessionWorker", "StopReason"]
 
@@ -50,11 +52,16 @@ SAFE_POINT_LIMIT = 540.0
 
 class SessionWorker:
     def __init__(
-        self, session_id: SessionId, runtime: WorkerRuntime, predecessor: asyncio.Task[None] | None = None
+        self,
+        session_id: SessionId,
+        runtime: WorkerRuntime,
+        status: StatusPort,
+        predecessor: asyncio.Task[None] | None = None,
     ) -> None:
         self.session_id = session_id
         self._runtime = runtime
-        self._endings = EndingRecorder(session_id, runtime)
+        self._status = status
+        self._endings = EndingRecorder(session_id, runtime, status)
         self._predecessor = predecessor
         self.phase: Phase = "waiting"
         self.task: asyncio.Task[None] | None = None
@@ -63,6 +70,7 @@ class SessionWorker:
         self._stop_reason: StopReason | None = None
         self._engine: Engine | None = None
         self._lease: SlotLease | None = None
+        self._browser: asyncio.Task[SlotEndpoints] | None = None
         self._sandbox_feed: SandboxFeed | None = None
         # open from a keep-alive turn's end until the worker stops waiting; resolved exactly once, by a follow-up
         # (the task to run) or by whatever ends the wait (a Release), so a hand-over cannot be half done
@@ -223,7 +231,7 @@ class SessionWorker:
         runtime = self._runtime
         record = await runtime.sessions.get(self.session_id)
         task = record.pending_task
-        problem = runtime.never_started_problem(record)
+        problem = runtime.policy.never_started_problem(record)
         if task is None or problem is not None:
             await self._endings.never_started(problem or "The session has no task to run")
             return
@@ -232,27 +240,29 @@ class SessionWorker:
         async with runtime.pool.acquire(self.session_id, on_wait=self._endings.queued) as lease:
             self.phase = "starting"
             self._lease = lease
-            early_browser = self._start_browser_early(lease)
+            # the worker starts the slot's browser and hands it on; the engine is built meanwhile (the first run after
+            # a start waits for browser-use's import) and awaits it while its goal pre-flight runs
+            self._browser = browser = asyncio.create_task(lease.start_browser(), name=f"browser-{self.session_id}")
             try:
                 self._engine = engine = await runtime.make_engine(record)
             except BaseException:
-                await run_shielded(_discard(early_browser))
+                await run_shielded(_discard(browser))
                 raise
             engine.on_human_needed = self._agent_asked
             try:
-                if early_browser is not None:
-                    await early_browser
-                await self._launch(engine, lease, task)
+                await self._launch(engine, lease, browser, task)
                 while True:
                     self.phase = "running"
                     began, paused_before = asyncio.get_running_loop().time(), self.pauses.paused_seconds()
-                    if (await runtime.sessions.get(self.session_id)).enable_recording and isinstance(lease, PoolLease):
+                    # one read per turn: only a follow-up changes these fields, and none lands while a turn runs
+                    turn = await runtime.sessions.get(self.session_id)
+                    if turn.enable_recording and isinstance(lease, PoolLease):
                         await self._recording.begin(lease.slot)
                     outcome = await bounded_turn(runtime, self.session_id, engine, task, paused=self.pauses)
                     await self._recording.finish()  # final (and listed) before the turn's end is recorded
                     paused_during = self.pauses.paused_seconds() - paused_before
                     runtime.turn_seconds.append(asyncio.get_running_loop().time() - began - paused_during)
-                    if not await self._finish_turn(engine, outcome):
+                    if not await self._finish_turn(engine, outcome, keep_alive=turn.keep_alive):
                         break
                     next_task = await self._park(lease)
                     if next_task is None:
@@ -264,25 +274,16 @@ class SessionWorker:
                 # one shielded teardown: a cancellation re-raised after one part must not skip the next
                 await run_shielded(self._teardown(engine))
 
-    def _start_browser_early(self, lease: SlotLease) -> asyncio.Task[object] | None:
-        """The first run after a start waits for browser-use's import: start the slot's browser meanwhile.
-
-        The engine's launch starts it again, which finds it up (starting is idempotent).
-        """
-        if self._runtime.engine_ready():
-            return None
-        return asyncio.create_task(lease.start_browser(), name=f"early-browser-{self.session_id}")
-
-    async def _launch(self, engine: Engine, lease: SlotLease, task: str) -> None:
+    async def _launch(self, engine: Engine, lease: SlotLease, browser: asyncio.Task[SlotEndpoints], task: str) -> None:
         record = await self._runtime.sessions.get(self.session_id)
-        await engine.launch(lease, task)
+        await engine.launch(browser, task)
         if self._sandbox_feed is None and isinstance(lease, PoolLease):
             self._sandbox_feed = SandboxFeed(lease.slot.confinement, self.session_id, self._runtime.feed)
-        await self._runtime.manager.apply(
+        await self._status.apply(
             self.session_id,
             Trigger.START,
             pending_task=None,
-            live_url=self._runtime.live_url(self.session_id),
+            live_url=self._runtime.policy.live_url(self.session_id),
             browser_live=True,
         )
         await self._runtime.feed.append(
@@ -294,14 +295,13 @@ class SessionWorker:
                 self.session_id, FeedEntry.system("pressure", pressure.summary, level=pressure.level)
             )
 
-    async def _finish_turn(self, engine: Engine, outcome: TurnOutcome) -> bool:
+    async def _finish_turn(self, engine: Engine, outcome: TurnOutcome, *, keep_alive: bool) -> bool:
         """Record the turn's end; True if the worker should park for a follow-up (its engine saved the profile).
 
         A turn that does not park closes the browser: its profile is merged back before the outcome is recorded.
         From then on the run is closing, so a stop waits for this outcome rather than replacing it.
         """
-        record = await self._runtime.sessions.get(self.session_id)
-        park = record.keep_alive and outcome.ending is TurnEnding.FINISHED and not outcome.release_browser
+        park = keep_alive and outcome.ending is TurnEnding.FINISHED and not outcome.release_browser
         if not park:
             self.phase = "closing"
             await engine.save_profile()
@@ -313,13 +313,13 @@ class SessionWorker:
         engine = self._engine
         assert engine is not None
         self._wake = wake = asyncio.get_running_loop().create_future()
-        if self._runtime.manager.draining:
+        if self._status.draining:
             self._end_wake(Release(MAINTENANCE_RELEASE, final_status=False))
         await self._wait_parked(wake, lease, engine)
         self._wake = None
         woke = wake.result()
         if isinstance(woke, str):
-            async with self._runtime.manager.lock(self.session_id):
+            async with self._status.lock(self.session_id):
                 pass  # the follow-up that handed this task over has recorded it
             return woke
         self.phase = "closing"
@@ -335,7 +335,7 @@ class SessionWorker:
         timeout = self._runtime.settings.KEEP_ALIVE_IDLE_TIMEOUT or None
         died = asyncio.ensure_future(engine.wait_died())
         try:
-            await self._idle_until(wake, died, timeout)
+            await idle_until(self.pauses, wake, died, timeout)
         finally:
             if died.done() and not died.cancelled() and died.exception() is None:
                 self._end_wake(
@@ -347,24 +347,6 @@ class SessionWorker:
                 self._end_wake(Release(f"Expired: no follow-up for {minutes} idle minute(s)"))
             lease.unpark()
             self.parked_since = None
-
-    async def _idle_until(self, wake: asyncio.Future[Any], died: asyncio.Future[Any], idle_limit: float | None) -> None:
-        """Wait for a follow-up, the browser's death or the idle timeout; a pause stops the idle clock, and a
-        resume starts it again from zero."""
-        pauses = self.pauses
-        while True:
-            pauses.changed.clear()
-            changed = asyncio.ensure_future(pauses.changed.wait())
-            try:
-                done, _ = await asyncio.wait(
-                    {wake, died, changed},
-                    timeout=None if pauses.active else idle_limit,
-                    return_when=asyncio.FIRST_COMPLETED,
-                )
-            finally:
-                changed.cancel()
-            if wake in done or died in done or changed not in done:
-                return
 
     def _end_wake(self, release: Release) -> None:
         """Close the follow-up door with ``release`` unless a follow-up or an earlier release got there first."""
@@ -379,6 +361,7 @@ class SessionWorker:
     async def _teardown(self, engine: Engine) -> None:
         """Everything the run holds, each part even when one before it failed: the pause, the recording, the browser,
         the feed."""
+        await _discard(self._browser)  # still starting when the launch failed before awaiting it
         try:
             await self._recording.finish()
         except Exception:
@@ -403,12 +386,13 @@ class SessionWorker:
             logger.exception("Closing the browser of session %s failed", self.session_id)
         with contextlib.suppress(SessionNotFound):
             await self._runtime.sessions.update(self.session_id, live_url=None, browser_live=False)
+        await asyncio.to_thread(trim_malloc)  # the run's memory goes back to the kernel
 
     async def _salvage(self) -> Salvage:
         return await self._engine.salvage() if self._engine is not None else NOTHING_KEPT
 
 
-async def _discard(task: asyncio.Task[object] | None) -> None:
+async def _discard(task: asyncio.Task[Any] | None) -> None:
     if task is None:
         return
     task.cancel()

@@ -21,6 +21,7 @@ from openbrowse.network.policy import NetworkRules
 from openbrowse.shielding import run_shielded
 from openbrowse.slots.cgroups import CgroupLimits, SlotCgroup
 from openbrowse.slots.display import Confinement
+from openbrowse.slots.font_cache import shared_font_cache
 from openbrowse.slots.forwarders import EGRESS_PROXY_PORT, egress_relay, host_relay, inside_relay
 from openbrowse.slots.ledger import instance_id
 from openbrowse.slots.limits import LimitWatcher
@@ -78,6 +79,7 @@ class SlotConfinement:
         self.egress: EgressEnforcer | None = None
         self.relays: list[ManagedProcess] = []
         self._limits: LimitWatcher | None = None
+        self._cdp_relay: ManagedProcess | None = None
         self._proxy_port = EGRESS_PROXY_PORT
         self.warning_listeners: list[Callable[[str], None]] = []
         """Called with one sentence when the sandbox hits a cap without ending (the session's feed listens)."""
@@ -123,6 +125,7 @@ class SlotConfinement:
             return
         limits = CgroupLimits(self.settings.SLOT_MEMORY_MB, self.settings.SLOT_PIDS, self.settings.SLOT_CPU)
         cgroup = SlotCgroup(f"{instance_id(self.settings.run_dir)}-{self.layout.index}", limits)
+        font_cache = await asyncio.to_thread(shared_font_cache, self.settings.run_dir)
         self.sandbox = SlotSandbox(
             f"slot-{self.layout.index}",
             uid=self.uid,
@@ -132,6 +135,7 @@ class SlotConfinement:
             cgroup=cgroup,
             hidden=[self.settings.data_dir, self.settings.OPENBROWSE_HOME / ".env"],
             readonly=[browser_dir] if browser_dir is not None and not browser_dir.is_relative_to("/usr") else [],
+            font_cache=font_cache,
             env=child_environment(self.tag),
             on_spawn=on_spawn,
             on_exit=on_exit,
@@ -152,7 +156,7 @@ class SlotConfinement:
             relay.start()
             on_spawn(relay)
             self.relays.append(relay)
-        await inside[0].wait_ready(UnixSocketProbe(cdp_socket), within=RELAY_READY_TIMEOUT)
+        self._cdp_relay = inside[0]
         self._limits = LimitWatcher(
             f"slot-{self.layout.index}",
             cgroup,
@@ -161,6 +165,13 @@ class SlotConfinement:
             on_warning=self._warn,
             on_exceeded=on_exceeded,
         )
+
+    async def wait_relays(self) -> None:
+        """Wait until the CDP relay inside listens. Not part of :meth:`start`: socat boots while Xvfb and Chromium
+        do, and nothing needs the relay before Chromium answers on its port."""
+        relay, self._cdp_relay = self._cdp_relay, None
+        if relay is not None:
+            await relay.wait_ready(UnixSocketProbe(self.socket_dir / "cdp.sock"), within=RELAY_READY_TIMEOUT)
 
     def watch_limits(self) -> None:
         if self._limits is not None:
@@ -212,6 +223,7 @@ class SlotConfinement:
         if self._limits is not None:
             await self._limits.aclose()
             self._limits = None
+        self._cdp_relay = None
         relays, self.relays = self.relays, []
         for relay in relays:
             relay.expect_exit()

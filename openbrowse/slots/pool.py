@@ -33,13 +33,14 @@ import contextlib
 import logging
 import shutil
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from openbrowse.errors import BrowserUnavailable
 from openbrowse.shielding import run_shielded
 from openbrowse.slots.foreign import describe_blockers, find_blockers
-from openbrowse.slots.lease import LeaseScope, OnWait, ReleaseCallback, SlotLease
+from openbrowse.slots.lease import ReleaseCallback, SlotLease
 from openbrowse.slots.ledger import Ledger, cleanup_leftovers
 from openbrowse.slots.slot import Slot
 from openbrowse.slots.slot_files import remove_scratch_dirs
@@ -52,11 +53,13 @@ if TYPE_CHECKING:
     from openbrowse.config import Settings
     from openbrowse.slots.ledger import CleanupReport
 
-__all__ = ["OnWait", "PoolStats", "ReleaseCallback", "SlotLease", "SlotPool"]
+__all__ = ["LeaseScope", "OnWait", "PoolStats", "ReleaseCallback", "SlotLease", "SlotPool"]
 
 logger = logging.getLogger(__name__)
 
 EVICTION_TIMEOUT = 30.0
+
+OnWait = Callable[[int], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,8 +159,7 @@ class SlotPool:
         await asyncio.gather(*tasks, return_exceptions=True)
         await self._spares.aclose()
         for lease in list(self._leases.values()):
-            lease._releasing = True
-            lease.released.set()
+            lease.abandon()
         await asyncio.gather(*(slot.aclose() for slot in self.slots), return_exceptions=True)
         self._leases.clear()
         if self._open:  # a slot stopped mid-start may have left its socket folder: nothing of ours stays in /tmp
@@ -184,10 +186,9 @@ class SlotPool:
 
     async def lease(self, owner: str, on_wait: OnWait | None = None) -> SlotLease:
         """Wait for the lowest free slot in FIFO order; the caller must ``await lease.release()``."""
-        self._check_open()
+        self.check_open()
         if not self._waiters and (spare := self._spares.take()) is not None:
-            lease = self._grant(spare.index, owner)
-            lease.spare = spare
+            lease = self._grant(spare.index, owner, spare)
             self._replenish()
             return lease
         if not self._waiters and self._free:
@@ -250,8 +251,8 @@ class SlotPool:
             self._waiters.remove(waiter)
         future.cancel()
 
-    def _grant(self, index: int, owner: str) -> SlotLease:
-        lease = SlotLease(self, index, owner)
+    def _grant(self, index: int, owner: str, spare: Spare | None = None) -> SlotLease:
+        lease = SlotLease(self, index, self.slots[index], owner, spare=spare)
         self._leases[index] = lease
         logger.info("Slot %d leased to %s", self.slots[index].index, owner)
         return lease
@@ -269,22 +270,23 @@ class SlotPool:
         if self._open and not self._closed and not self._waiters:
             self._spares.replenish()
 
-    async def _release(self, lease: SlotLease) -> None:
-        if lease._releasing:
-            await lease.released.wait()
-            return
-        lease._releasing = True
-        lease.parked_since = None
-        try:
-            await lease.slot.stop()
-        finally:
-            if self._leases.get(lease.index) is lease:
-                del self._leases[lease.index]
-                if not self._closed:
-                    self._slot_freed(lease.index)
-                    self._replenish()
-            lease.released.set()
-            logger.info("Slot %d released by %s", lease.slot.index, lease.owner)
+    # -- the leases' side (openbrowse.slots.lease.LeaseHost) -------------------------------------------------
+    def check_open(self) -> None:
+        if self._closed or not self._open:
+            raise BrowserUnavailable("The display slot pool is not running")
+
+    async def adopt_spare(self, spare: Spare, window_size: tuple[int, int] | None) -> bool:
+        return await self._spares.adopt(spare, window_size)
+
+    def holder_parked(self) -> None:
+        self._maybe_evict()
+
+    def slot_returned(self, lease: SlotLease) -> None:
+        if self._leases.get(lease.index) is lease:
+            del self._leases[lease.index]
+            if not self._closed:
+                self._slot_freed(lease.index)
+                self._replenish()
 
     # -- eviction -------------------------------------------------------------------------------------------
     def _maybe_evict(self) -> None:
@@ -292,21 +294,19 @@ class SlotPool:
             return
         needed = len(self._waiters) - len(self._evictions)
         while needed > 0:
-            candidates = [
-                lease
-                for lease in self._leases.values()
-                if lease.parked and not lease.evicting and not lease._releasing and not lease._eviction_failed
-            ]
+            candidates = [lease for lease in self._leases.values() if lease.evictable]
             if not candidates:
                 return
             victim = min(candidates, key=lambda lease: lease.parked_since or 0.0)
-            victim.evicting = True
-            task = asyncio.get_running_loop().create_task(self._evict(victim), name=f"evict-slot-{victim.index}")
+            callback = victim.begin_eviction()
+            task = asyncio.get_running_loop().create_task(
+                self._evict(victim, callback), name=f"evict-slot-{victim.index}"
+            )
             self._evictions[victim.index] = task
             needed -= 1
 
-    async def _evict(self, lease: SlotLease) -> None:
-        callback = lease._release_callback
+    async def _evict(self, lease: SlotLease, callback: ReleaseCallback | None) -> None:
+        failed = False
         logger.info("Asking parked %s to release slot %d for a queued caller", lease.owner, lease.slot.index)
         try:
             async with asyncio.timeout(self.eviction_timeout):
@@ -314,21 +314,21 @@ class SlotPool:
                     await callback()
                 await lease.released.wait()
         except TimeoutError:
-            lease._eviction_failed = True
+            failed = True
             logger.warning(
                 "%s did not release slot %d within %.0f s", lease.owner, lease.slot.index, self.eviction_timeout
             )
         except Exception:
-            lease._eviction_failed = True
+            failed = True
             logger.exception("Release callback of %s failed", lease.owner)
         finally:
-            lease.evicting = False
+            lease.end_eviction(failed=failed)
             self._evictions.pop(lease.index, None)
         self._maybe_evict()
 
     # -- introspection --------------------------------------------------------------------------------------
     def stats(self) -> PoolStats:
-        parked = sum(1 for lease in self._leases.values() if lease.parked and not lease._releasing)
+        parked = sum(1 for lease in self._leases.values() if lease.parked and lease.active)
         free = len(self._free)
         spares = len(self._spares.spares)
         return PoolStats(
@@ -354,7 +354,7 @@ class SlotPool:
         if self._waiters:
             return 0
         usable = sum(1 for index in self._free if index not in self._blocked)
-        releasing = sum(1 for lease in self._leases.values() if lease._releasing)
+        releasing = sum(1 for lease in self._leases.values() if not lease.active)
         return usable + len(self._spares.spares) + releasing
 
     @property
@@ -370,6 +370,25 @@ class SlotPool:
     def leases(self) -> list[SlotLease]:
         return list(self._leases.values())
 
-    def _check_open(self) -> None:
-        if self._closed or not self._open:
-            raise BrowserUnavailable("The display slot pool is not running")
+
+class LeaseScope:
+    """``async with pool.acquire(owner) as lease:``: a lease for the block, released on the way out."""
+
+    def __init__(self, pool: SlotPool, owner: str, on_wait: OnWait | None) -> None:
+        self._pool = pool
+        self._owner = owner
+        self._on_wait = on_wait
+        self._lease: SlotLease | None = None
+
+    async def __aenter__(self) -> SlotLease:
+        self._lease = await self._pool.lease(self._owner, self._on_wait)
+        return self._lease
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._lease is not None:
+            await self._lease.release()

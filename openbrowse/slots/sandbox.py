@@ -11,7 +11,8 @@ uid before ``exec``::
 
 bubblewrap (Debian's ``bubblewrap``) builds the mount namespace: a fresh root holding ``/usr`` and ``/etc`` read-only
 (with its own ``/etc/passwd`` naming the slot user), the interpreter and virtualenv the script host needs
-(read-only), a new ``/proc`` for the new pid namespace, a minimal ``/dev``, private tmpfs ``/tmp`` and ``/dev/shm``,
+(read-only), the server's shared font cache at ``/var/cache/fontconfig`` (read-only, :mod:`.font_cache`), a new
+``/proc`` for the new pid namespace, a minimal ``/dev``, private tmpfs ``/tmp`` and ``/dev/shm``,
 and, writable, only the slot's own directory and its short socket directory, each at the same path as on the host
 (so a path means the same file inside and out). The data directory, ``.env``, the database, other slots and the
 host's ``/proc`` and ``/sys`` are simply absent. The network namespace has only ``lo``; the slot's one way out is
@@ -43,7 +44,7 @@ from openbrowse.errors import OpenBrowseError, ProcessStartError
 from openbrowse.slots.cgroups import SlotCgroup
 from openbrowse.slots.process import ManagedProcess, ProcessHook
 
-__all__ = ["SandboxUnavailable", "SlotSandbox", "give_to", "sandbox_problem", "system_binds"]
+__all__ = ["UNSHARE", "SandboxUnavailable", "SlotSandbox", "give_to", "sandbox_problem", "sandbox_tool", "system_binds"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +64,8 @@ check it say so) although every request leaves through the egress relay. A veth 
 documentation-range address (TEST-NET-1) and no route beyond it, makes it look online and opens no way out. Set up
 while the holder is still root in the namespace; where ``ip`` or veth is missing the browser only looks offline."""
 UNSHARE = ("--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts")
+SANDBOX_FONT_CACHE = "/var/cache/fontconfig"
+"""Where a sandbox sees the server's shared fontconfig cache (the system cache dir of Debian's ``fonts.conf``)."""
 
 
 class SandboxUnavailable(OpenBrowseError):
@@ -71,19 +74,20 @@ class SandboxUnavailable(OpenBrowseError):
     code = "sandbox_unavailable"
 
 
-def _tool(name: str) -> str | None:
+def sandbox_tool(name: str) -> str | None:
+    """Where the host keeps ``name`` (``PATH``, else ``/usr/bin`` or ``/bin``), or None."""
     return shutil.which(name) or next((p for p in (f"/usr/bin/{name}", f"/bin/{name}") if os.access(p, os.X_OK)), None)
 
 
 @cache
 def sandbox_problem() -> str | None:
     """Why slots cannot be sandboxed on this host, or None when they can (blocking; cached for the process)."""
-    missing = [name for name in ("bwrap", "nsenter", "setpriv") if _tool(name) is None]
+    missing = [name for name in ("bwrap", "nsenter", "setpriv") if sandbox_tool(name) is None]
     if missing:
         return f"{', '.join(missing)} not installed (Debian packages bubblewrap and util-linux)"
     if os.geteuid() != 0:
         return "the server does not run as root, which creating a slot's namespaces and uid needs"
-    argv = [_tool("bwrap") or "bwrap", *UNSHARE, "--ro-bind", "/", "/", "--proc", "/proc", "--", "/bin/true"]
+    argv = [sandbox_tool("bwrap") or "bwrap", *UNSHARE, "--ro-bind", "/", "/", "--proc", "/proc", "--", "/bin/true"]
     try:
         result = subprocess.run(argv, capture_output=True, timeout=PROBE_TIMEOUT, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -162,13 +166,15 @@ class SlotSandbox:
         cgroup: SlotCgroup,
         hidden: Sequence[Path] = (),
         readonly: Sequence[Path] = (),
+        font_cache: Path | None = None,
         env: Mapping[str, str] | None = None,
         on_spawn: ProcessHook | None = None,
         on_exit: ProcessHook | None = None,
     ) -> None:
         """``writable`` directories (and ``socket_dir``) are bound read-write at their own paths; ``hidden`` paths
         (the data directory, ``.env``) are masked if a read-only mount would otherwise show them; ``readonly``
-        directories (a browser outside ``/usr``) are bound read-only."""
+        directories (a browser outside ``/usr``) are bound read-only; ``font_cache`` (see :mod:`.font_cache`) is bound
+        read-only as the system's fontconfig cache."""
         self.name = name
         self.uid = uid
         self.writable = [Path(p) for p in writable]
@@ -177,6 +183,7 @@ class SlotSandbox:
         self.cgroup = cgroup
         self.hidden = [Path(p) for p in hidden]
         self.readonly = [Path(p).resolve() for p in readonly]
+        self.font_cache = font_cache
         self._env = dict(env or {})
         self._on_spawn = on_spawn
         self._on_exit = on_exit
@@ -214,11 +221,14 @@ class SlotSandbox:
         passwd, group = self._write_identity()
         python = sorted({*_python_paths(), *self.readonly})
         mounted = [Path(d) for d in SYSTEM_DIRS] + python
-        args = [_tool("bwrap") or "bwrap", *UNSHARE, "--die-with-parent", "--hostname", self.name]
+        args = [sandbox_tool("bwrap") or "bwrap", *UNSHARE, "--die-with-parent", "--hostname", self.name]
         args += system_binds()
         args += ["--ro-bind", str(passwd), "/etc/passwd", "--ro-bind", str(group), "/etc/group"]
         args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm"]
         args += ["--perms", "1777", "--tmpfs", "/tmp"]
+        if self.font_cache is not None:  # bubblewrap makes missing parents 0700: the slot's uid must get through
+            args += _dirs_for([Path(SANDBOX_FONT_CACHE)], [Path(d) for d in SYSTEM_DIRS])
+            args += ["--ro-bind", str(self.font_cache), SANDBOX_FONT_CACHE]
         system = [Path(d) for d in SYSTEM_DIRS]
         extra = [path for path in python if not _under(path, system)]
         args += _dirs_for(extra, system)
@@ -287,12 +297,13 @@ class SlotSandbox:
         """``argv`` run inside the slot's namespaces and cgroup as the slot's uid."""
         if self.holder_pid is None:
             raise RuntimeError(f"the sandbox of {self.name} is not running")
-        entered = [_tool("nsenter") or "nsenter", "-t", str(self.holder_pid), *ENTER, "--"]
+        entered = [sandbox_tool("nsenter") or "nsenter", "-t", str(self.holder_pid), *ENTER, "--"]
         return self.cgroup.join_argv([*entered, *self._drop(), *argv])
 
     def _drop(self) -> list[str]:
         """setpriv: the slot's uid and gid, no groups, no capabilities, and no way to regain any."""
-        drop = [_tool("setpriv") or "setpriv", "--reuid", str(self.uid), "--regid", str(self.uid), "--clear-groups"]
+        setpriv = sandbox_tool("setpriv") or "setpriv"
+        drop = [setpriv, "--reuid", str(self.uid), "--regid", str(self.uid), "--clear-groups"]
         return [*drop, "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--"]
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:

@@ -6,7 +6,8 @@ Start order, chosen so the start costs about as much as the slowest process and 
   directories, bring up its sandbox, relays and egress enforcer (:mod:`.confinement`, about 20 ms), spawn Xvfb
   and websockify (websockify needs no X server and is the slowest to boot);
 * Xvfb ready (``-displayfd``): spawn x11vnc and Chromium;
-* wait for Chromium's ``/json/version`` (30 s), the single active tab, then the VNC and noVNC ports.
+* wait for the sandbox's CDP relay (it boots meanwhile), Chromium's ``/json/version`` (30 s), the single active
+  tab, then the VNC and noVNC ports.
 
 Readiness is always a real probe, never a sleep. If anything fails, everything already spawned is torn down
 (shielded) before the error propagates, and the slot can be started again.
@@ -27,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -75,10 +76,18 @@ class Slot:
     """The processes of display slot ``index`` (absolute index: pool base index + local index)."""
 
     def __init__(
-        self, settings: Settings, index: int, *, ledger: Ledger | None = None, on_stage: StageHook | None = None
+        self,
+        settings: Settings,
+        index: int,
+        *,
+        ledger: Ledger | None = None,
+        on_stage: StageHook | None = None,
+        browser_args: Sequence[str] = (),
     ) -> None:
-        """``on_stage`` is awaited at each of :data:`START_STAGES` (tests use it to cancel a start right there)."""
+        """``on_stage`` is awaited at each of :data:`START_STAGES` (tests use it to cancel a start right there).
+        ``browser_args``: Chromium flags of this slot's user alone, after the sandbox's (the MCP shared browser's)."""
         self.settings = settings
+        self.browser_args = tuple(browser_args)
         self._on_stage = on_stage
         self.layout = SlotLayout(index)
         self.tag = slot_tag(settings.run_dir, index)
@@ -289,7 +298,7 @@ class Slot:
             on_exit=self._on_exit,
             wrap=confined.wrap if confined is not None else None,
             owner_uid=confined.uid if confined is not None else None,
-            extra_args=self.confinement.browser_flags(),
+            extra_args=[*self.confinement.browser_flags(), *self.browser_args],
         )
         self._display.spawn_xvfb()
         if vnc:
@@ -302,6 +311,7 @@ class Slot:
             await self._stage("x11vnc-spawned")
         self._browser.spawn()
         await self._stage("chromium-spawned")
+        await self.confinement.wait_relays()
         await self._browser.wait_ready()
         await self._stage("chromium-ready")
         if vnc:

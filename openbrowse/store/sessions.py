@@ -8,9 +8,9 @@ from dataclasses import fields
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from pydantic import TypeAdapter
+
 from openbrowse.domain.clock import Clock, from_wire, to_wire, utc_now
-from openbrowse.domain.end_reasons import EndReason
-from openbrowse.domain.failures import FailureKind
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.redaction import REDACTORS
 from openbrowse.domain.secrets import normalize_stored
@@ -26,7 +26,9 @@ if TYPE_CHECKING:
 _JSON_COLUMNS = {"output", "output_schema", "sensitive_data", "pause"}
 _BOOL_COLUMNS = {"keep_alive", "browser_live", "enable_recording"}
 _DECIMAL_COLUMNS = {"max_cost_usd", "allowance_usd", "llm_cost_usd", "captcha_cost_usd"}
+_TIME_COLUMNS = ("created_at", "updated_at")
 _COLUMNS = [f.name for f in fields(SessionRecord)]
+_RECORD = TypeAdapter(SessionRecord)
 _REDACTED_COLUMNS = ("output", "last_step_summary")
 """Text a run writes: the session's secrets never reach the row (spec §25.3)."""
 _NEXT_QUEUE_SEQ_SQL = "(SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM sessions)"
@@ -60,7 +62,7 @@ def _to_column(name: str, value: Any) -> Any:
         return int(bool(value))
     if name in _DECIMAL_COLUMNS:
         return str(value)
-    if name in {"created_at", "updated_at"}:
+    if name in _TIME_COLUMNS:
         return to_wire(value)
     if name in {"status", "failure_kind", "end_reason"}:
         return str(value)
@@ -68,33 +70,17 @@ def _to_column(name: str, value: Any) -> Any:
 
 
 def _from_row(row: aiosqlite.Row) -> SessionRecord:
-    values: dict[str, Any] = {}
-    for name in _COLUMNS:
-        raw = row[name]
-        if raw is None:
-            values[name] = None
-        elif name in _JSON_COLUMNS:
-            values[name] = json.loads(raw)
-        elif name in _BOOL_COLUMNS or name == "is_task_successful":
-            values[name] = bool(raw)
-        elif name in _DECIMAL_COLUMNS:
-            values[name] = Decimal(raw)
-        elif name in {"created_at", "updated_at"}:
-            values[name] = from_wire(raw)
-        elif name == "status":
-            values[name] = SessionStatus(raw)
-        elif name == "failure_kind":
-            values[name] = FailureKind(raw)
-        elif name == "end_reason":
-            values[name] = EndReason(raw)
-        else:
-            values[name] = raw
-    for name in ("keep_alive", "browser_live"):
-        values[name] = bool(values[name])
-    values["sensitive_data"] = normalize_stored(values["sensitive_data"], values["task"])
-    for name in ("llm_cost_usd", "captcha_cost_usd"):
-        values[name] = values[name] if values[name] is not None else Decimal(0)
-    return SessionRecord(**values)
+    """Decode the JSON columns, then let pydantic convert the rest (0/1 → bool, text → Decimal or enum).
+
+    NULLs are left out so the record's defaults apply; the timestamps are parsed here to keep the stdlib's
+    ``timezone.utc`` (pydantic would attach its own tzinfo type)."""
+    values = {name: value for name, value in zip(row.keys(), row, strict=True) if value is not None}
+    for name in _JSON_COLUMNS.intersection(values):
+        values[name] = json.loads(values[name])
+    for name in _TIME_COLUMNS:
+        values[name] = from_wire(values[name])
+    values["sensitive_data"] = normalize_stored(values.get("sensitive_data"), values.get("task"))
+    return _RECORD.validate_python(values)
 
 
 async def _read_in(conn: aiosqlite.Connection, session_id: str) -> SessionRecord | None:

@@ -10,7 +10,9 @@ the instance, so an instance attribute of that name takes every action's call fi
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel
 
 if TYPE_CHECKING:
     from browser_use import Tools
@@ -18,6 +20,24 @@ if TYPE_CHECKING:
 
 ActionFunction = Callable[..., Any]
 ExecuteAction = Callable[..., Awaitable[Any]]
+DefinedAction = TypeVar("DefinedAction", bound=Callable[..., Awaitable[Any]])
+
+
+def register_action(
+    tools: Tools[Any], description: str, *, param_model: type[BaseModel]
+) -> Callable[[DefinedAction], DefinedAction]:
+    """A typed ``@tools.action(description, param_model=...)``.
+
+    ``Tools.action`` has no return annotation, so used directly as a decorator it would erase the function's type.
+    This registers the function the same way (the registry keeps its own normalised copy) and returns it unchanged.
+    """
+    register = tools.action(description, param_model=param_model)
+
+    def decorator(function: DefinedAction) -> DefinedAction:
+        register(function)
+        return function
+
+    return decorator
 
 
 def registered_actions(tools: Tools[Any]) -> Mapping[str, RegisteredAction]:

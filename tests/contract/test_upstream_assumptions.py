@@ -9,8 +9,6 @@ from __future__ import annotations
 import importlib.metadata
 import inspect
 import ssl
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,13 +31,14 @@ from openbrowse.upstream.key_check import SKIP_KEY_CHECK_ENV
 from openbrowse.upstream.registered_actions import (
     ActionFunction,
     ExecuteAction,
+    register_action,
     registered_actions,
     wrap_action,
     wrap_execute_action,
 )
 from openbrowse.upstream.state_fetch import override_state_fetch, restore_state_fetch
 
-VERIFIED_AGAINST = {"browser-use": "0.13.", "bubus": "1.5.", "httpx": "0.28."}
+VERIFIED_AGAINST = {"browser-use": "0.13.", "httpx": "0.28."}
 
 
 @pytest.mark.parametrize(("package", "series"), sorted(VERIFIED_AGAINST.items()))
@@ -96,6 +95,18 @@ def test_the_key_check_switch_is_read_from_the_environment_and_consulted_by_the_
 
 class Shout(BaseModel):
     text: str
+
+
+async def test_register_action_registers_under_the_function_name_and_returns_the_function() -> None:
+    tools: Tools[Any] = Tools()
+
+    async def shout(params: Shout) -> ActionResult:
+        return ActionResult(extracted_content=params.text.upper())
+
+    assert register_action(tools, "Say it loudly.", param_model=Shout)(shout) is shout
+    assert registered_actions(tools)["shout"].param_model is Shout
+    result = await tools.registry.execute_action("shout", {"text": "hi"})
+    assert result.extracted_content == "HI"
 
 
 async def test_a_wrapped_action_function_is_what_execute_action_runs() -> None:
@@ -201,39 +212,3 @@ async def test_default_httpx_clients_share_a_context_custom_ones_keep_theirs() -
         assert _context(first).verify_mode is ssl.CERT_REQUIRED
     async with httpx.AsyncClient(verify=False) as insecure:
         assert _context(insecure).verify_mode is ssl.CERT_NONE
-
-
-# -- bubus_threads ---------------------------------------------------------------------------------------------------
-
-BUS_SCRIPT = """
-import threading
-import bubus.service as service
-from bubus import EventBus
-from openbrowse.upstream.bubus_threads import keep_event_buses_per_thread
-
-assert isinstance(service._get_global_lock(), service.ReentrantLock)
-before = EventBus(name="Before")
-keep_event_buses_per_thread()
-keep_event_buses_per_thread()
-mine = EventBus(name="Mine")
-seen = {}
-
-def other_thread():
-    theirs = EventBus(name="Theirs")
-    seen["buses"] = sorted(bus.name for bus in EventBus.all_instances)
-    seen["lock"] = service._get_global_lock()
-    seen["keep"] = theirs
-
-thread = threading.Thread(target=other_thread)
-thread.start()
-thread.join()
-print(sorted(bus.name for bus in EventBus.all_instances), seen["buses"])
-print(service._get_global_lock() is service._get_global_lock(), seen["lock"] is not service._get_global_lock())
-"""
-
-
-def test_bubus_buses_and_lock_become_per_thread() -> None:
-    """In a child process: the patch is process-wide."""
-    done = subprocess.run([sys.executable, "-c", BUS_SCRIPT], capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["['Before', 'Mine'] ['Theirs']", "True True"]

@@ -18,6 +18,7 @@ from tests.e2e.agent_support import create, data_of, messages, token, wait_until
 from tests.fakes.llm_request import LLMRequest
 from tests.fakes.llm_script import (
     Fault,
+    Reply,
     ReplyLike,
     action_as_json_string,
     action_as_top_level_keys,
@@ -112,7 +113,8 @@ def _persistent(entry: ReplyLike) -> ReplyLike:
         return entry.forever()
     if isinstance(entry, dict):
         return structured(entry).forever()
-    return entry.forever()  # type: ignore[union-attr]
+    assert isinstance(entry, Reply), entry
+    return entry.forever()
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.conftest import StartServer
@@ -19,7 +21,7 @@ def text_calls(request: LLMRequest) -> bool:
     return not request.is_agent_step
 
 
-def events(server: ServerProcess, session_id: str, category: str) -> list[dict[str, object]]:
+def events(server: ServerProcess, session_id: str, category: str) -> list[dict[str, Any]]:
     return [m for m in messages(server, session_id) if m["type"] == "event" and data_of(m)["category"] == category]
 
 

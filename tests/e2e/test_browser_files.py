@@ -86,7 +86,7 @@ def site(received: Received) -> Iterator[ThreadedServer]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
     env = {**fake.env(), "OPENAI_API_STYLE": "responses", "API_KEY": API_KEY}
-    process = start_isolated_server(tmp_path_factory.mktemp("files-home"), **env)
+    process = start_isolated_server(tmp_path_factory.mktemp("files-home"), slots=1, **env)
     (process.home / ".env").write_text(SECRET + "\n")  # what an attacker is after: the server's own secrets
     yield process
     process.stop()

@@ -47,7 +47,7 @@ SLACK_S = 5.0  # how late an end may be noticed: the spec's idleTimeoutMs + 5 s
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
     env = {**fake.env(), "API_KEY": API_KEY, "BROWSER_TOKEN_TTL_S": str(TOKEN_TTL_S)}
-    process = start_isolated_server(tmp_path_factory.mktemp("lifecycle-home"), **env)
+    process = start_isolated_server(tmp_path_factory.mktemp("lifecycle-home"), slots=1, **env)
     yield process
     process.stop()
     assert not process.leftovers()
@@ -74,7 +74,7 @@ def wait_for(http: httpx.Client, browser_id: str, done: Callable[[dict[str, Any]
 
 
 def ended(view: dict[str, Any]) -> bool:
-    return view["status"] == "stopped"
+    return bool(view["status"] == "stopped")
 
 
 def lasted(view: dict[str, Any]) -> float:
@@ -156,6 +156,7 @@ def test_a_stop_is_closed(http: httpx.Client) -> None:
 
 
 def test_lifetime_options_are_checked(http: httpx.Client) -> None:
+    body: dict[str, Any]
     for body in (
         {"idleTimeoutMs": 9_999},
         {"maxDurationMs": 86_400_001},

@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 from PIL import Image, ImageChops
-from playwright.async_api import Browser, Page, async_playwright
+from playwright.async_api import Browser, Page, ViewportSize, async_playwright
 
 from tests.conftest import StartServer
 from tests.e2e.agent_support import agent_steps, token
@@ -36,8 +36,8 @@ PASSWORD = "dashboard-own-password"
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
 BASIC = {"Authorization": "Basic " + base64.b64encode(f"admin:{PASSWORD}".encode()).decode()}
 CHROMIUM = "/usr/bin/chromium"
-DESKTOP = {"width": 1280, "height": 800}
-PHONE = {"width": 390, "height": 844}
+DESKTOP: ViewportSize = {"width": 1280, "height": 800}
+PHONE: ViewportSize = {"width": 390, "height": 844}
 XSS = '<img src=x onerror="window.__xss=1">'
 PRODUCTS_SCHEMA = {
     "type": "object",
@@ -98,7 +98,7 @@ async def browser() -> AsyncIterator[Browser]:
             await chromium.close()
 
 
-async def signed_in_page(browser: Browser, server: ServerProcess, viewport: dict[str, int]) -> Page:
+async def signed_in_page(browser: Browser, server: ServerProcess, viewport: ViewportSize) -> Page:
     context = await browser.new_context(viewport=viewport, accept_downloads=True)
     page = await context.new_page()
     page.on("pageerror", lambda error: SCRIPT_ERRORS.append(f"{page.url}: {error}"))

@@ -57,7 +57,7 @@ def site(received: Received) -> Iterator[ThreadedServer]:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
     env = {**fake.env(), "OPENAI_API_STYLE": "responses", "API_KEY": API_KEY}
-    process = start_isolated_server(tmp_path_factory.mktemp("files-api-home"), **env)
+    process = start_isolated_server(tmp_path_factory.mktemp("files-api-home"), slots=1, **env)
     yield process
     process.stop()
     assert not process.leftovers()
@@ -238,6 +238,7 @@ def test_the_agents_click_download_is_listed_served_and_deleted_with_the_session
     assert http.delete(f"/v3/sessions/{session_id}").status_code == 204
     assert not (server.home / "data" / "sessions" / session_id).exists()
     assert http.get(f"/v3/sessions/{session_id}/downloads").status_code == 404
+    assert listing.files[0].url
     assert httpx.get(listing.files[0].url, timeout=30).status_code == 404
 
 

@@ -51,7 +51,8 @@ CHROMIUM = "/usr/bin/chromium"
 
 def view_token(browser: dict[str, Any]) -> str:
     """The token in the browser's ``liveUrl`` (spec §21.4: random, renewed while the browser is read)."""
-    return parse_qs(urlsplit(browser["liveUrl"]).query)["token"][0]
+    live_url: str = browser["liveUrl"]
+    return parse_qs(urlsplit(live_url).query)["token"][0]
 
 
 @pytest.fixture(scope="module")
@@ -122,11 +123,15 @@ async def test_rfb_greeting_through_the_proxied_socket(server: ServerProcess, li
     # the slot's noVNC and CDP ports exist, on loopback only (x11vnc has no TCP port, websockify wants the slot's
     # secret): only the authenticated bridge is public
     pids = {proc.pid for proc in stack_processes(server)}
-    listeners = [c for c in psutil.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN and c.pid in pids]
+    listening = [
+        c.laddr
+        for c in psutil.net_connections(kind="inet")
+        if c.status == psutil.CONN_LISTEN and c.pid in pids and c.laddr
+    ]
     layout = slot_layout(server.slot_base)
-    assert {layout.novnc_port, layout.cdp_port} <= {c.laddr.port for c in listeners}
-    assert layout.vnc_port not in {c.laddr.port for c in listeners}
-    assert {c.laddr.ip for c in listeners} == {"127.0.0.1"}
+    assert {layout.novnc_port, layout.cdp_port} <= {a.port for a in listening}
+    assert layout.vnc_port not in {a.port for a in listening}
+    assert {a.ip for a in listening} == {"127.0.0.1"}
     direct = f"ws://127.0.0.1:{layout.novnc_port}/websockify"
     with pytest.raises((websockets.InvalidHandshake, websockets.ConnectionClosed, OSError)):
         async with websockets.connect(direct, subprotocols=[Subprotocol("binary")], open_timeout=10) as ws:
@@ -215,11 +220,11 @@ async def test_credentials_are_checked_on_page_assets_and_socket(
         "/_t/wrong/core/rfb.js",
     ):
         assert httpx.get(base + refused, headers=forwarded_for()).status_code == 401, refused
-    with pytest.raises(websockets.InvalidStatus) as refused:  # refused before the handshake is accepted
+    with pytest.raises(websockets.InvalidStatus) as handshake:  # refused before the handshake is accepted
         await close_code(
             ws_url(server, f"/vnc/{browser_id}/websockify?token=wrong"), additional_headers=forwarded_for()
         )
-    assert refused.value.response.status_code == 401 and b"Invalid API key" in refused.value.response.body
+    assert handshake.value.response.status_code == 401 and b"Invalid API key" in handshake.value.response.body
 
     for allowed, headers in (
         (f"/view?token={token}", {}),

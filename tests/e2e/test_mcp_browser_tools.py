@@ -174,6 +174,14 @@ def shared_chromium(server: ServerProcess) -> list[psutil.Process]:
     return found
 
 
+def shared_targets(server: ServerProcess) -> list[dict[str, Any]]:
+    """The shared browser's CDP targets (``/json/list``): the owners' pages and any page Chromium made itself."""
+    [chromium] = shared_chromium(server)
+    port = next(a.split("=", 1)[1] for a in chromium.cmdline() if a.startswith("--remote-debugging-port="))
+    targets: list[dict[str, Any]] = httpx2.get(f"http://127.0.0.1:{port}/json/list", timeout=10).json()
+    return targets
+
+
 async def test_the_client_drives_a_fixture_page_through_the_browser_tools(server: ServerProcess, site: str) -> None:
     async with mcp_session(server) as session:
         listed = {tool.name: tool for tool in (await session.list_tools()).tools}
@@ -238,6 +246,10 @@ async def test_two_sessions_see_only_their_own_cookie_and_ending_one_leaves_the_
             assert "Welcome eve" in await call(eve, "take_snapshot")
             eve_pages = await call(eve, "list_pages")
             assert eve_pages.count(f"{site}/me") == 1
+            # An owner's window holds its pages only: no omnibox-popup WebUI (a renderer more per owner) beside them
+            targets = await asyncio.to_thread(shared_targets, server)
+            assert [t["url"] for t in targets if t["type"] == "page"].count(f"{site}/me") == 2, targets
+            assert not [t for t in targets if t["url"].startswith("chrome://")], targets
         # eve's MCP session ended (the client sent DELETE): bob's page is still open, still bob's
         listing = await call(bob, "list_pages")
         assert re.search(rf"^1: {re.escape(site)}/me \[selected\]$", listing, re.M), listing

@@ -83,10 +83,10 @@ async def test_the_client_lists_every_tool_and_runs_a_task_to_the_end(
         [navigate(f"{site.url}/product/green"), done("The Green Gizmo costs 8.25 EUR."), done("Still 8.25 EUR.")],
         when=agent_steps,
     )
-    progress: list[float] = []
+    progress_seen: list[float] = []
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
-        progress.append(value)
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        progress_seen.append(progress)
 
     async with mcp_session(server) as mcp:
         listed = {tool.name for tool in (await mcp.list_tools()).tools}
@@ -104,7 +104,7 @@ async def test_the_client_lists_every_tool_and_runs_a_task_to_the_end(
         )
         assert finished["status"] == "idle" and finished["output"] == "The Green Gizmo costs 8.25 EUR."
         assert finished["liveUrl"], "a parked session's result carries its liveUrl"
-        assert progress, "wait_for_session sent progress notifications while the task ran"
+        assert progress_seen, "wait_for_session sent progress notifications while the task ran"
 
         sent = payload(
             await mcp.call_tool("send_task", {"session_id": started["id"], "task": f"{marker} again: and now?"})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -51,7 +52,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iter
 
 
 @pytest.fixture(scope="module")
-def outcomes(server: ServerProcess, fake: FakeProvider) -> dict[tuple[str, str], dict[str, object]]:
+def outcomes(server: ServerProcess, fake: FakeProvider) -> dict[tuple[str, str], dict[str, Any]]:
     """Run every case concurrently (4 slots) and collect each session's final state."""
     started: dict[tuple[str, str], tuple[str, float]] = {}
     for provider, fault_name in CASES:
@@ -59,14 +60,14 @@ def outcomes(server: ServerProcess, fake: FakeProvider) -> dict[tuple[str, str],
         fake.script(marker, [FAULTS[fault_name][0]])
         session = create(server, task=f"{marker} Open http://127.0.0.1:9/ and report.", model=MODELS[provider])
         started[(provider, fault_name)] = (session["id"], time.monotonic())
-    results: dict[tuple[str, str], dict[str, object]] = {}
+    results: dict[tuple[str, str], dict[str, Any]] = {}
     for case, (session_id, _) in started.items():
         results[case] = wait_until_status(server, session_id, {"error", "stopped", "idle", "timed_out"}, timeout=300)
     return results
 
 
 @pytest.mark.parametrize(("provider", "fault"), CASES)
-def test_fault_is_classified(outcomes: dict[tuple[str, str], dict[str, object]], provider: str, fault: str) -> None:
+def test_fault_is_classified(outcomes: dict[tuple[str, str], dict[str, Any]], provider: str, fault: str) -> None:
     session = outcomes[(provider, fault)]
     _, kind, code = FAULTS[fault]
     assert (session["status"], session["failureKind"], session["failureStatusCode"]) == ("error", kind, code), session[
@@ -74,7 +75,7 @@ def test_fault_is_classified(outcomes: dict[tuple[str, str], dict[str, object]],
     ]
     assert session["isTaskSuccessful"] is False
     assert session["browserLive"] is False
-    assert int(session["stepCount"]) <= 3  # type: ignore[call-overload]
+    assert int(session["stepCount"]) <= 3
 
 
 def test_a_successful_turn_clears_an_earlier_failure(server: ServerProcess, fake: FakeProvider) -> None:

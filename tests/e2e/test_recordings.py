@@ -112,11 +112,13 @@ async def test_a_recorded_turn_gives_one_readable_mp4_listed_once_final(
     ended_at = time.time()
     assert ended["isTaskSuccessful"] is True, ended
 
-    urls = await sdk(server).sessions.wait_for_recording(session["id"], timeout=10, interval=0.5)
+    urls: list[str] = await sdk(server).sessions.wait_for_recording(session["id"], timeout=10, interval=0.5)
     assert len(urls) == 1 and "/files/recordings/turn-1-" in urls[0] and "sig=" in urls[0], urls
     files = recording_files(server, session["id"])
     assert [f.name for f in files] == [urlparse(urls[0]).path.rsplit("/", 1)[-1]]
-    started_ms = int(NAME.match(files[0].name).group(2))  # type: ignore[union-attr]
+    parts = NAME.match(files[0].name)
+    assert parts, files
+    started_ms = int(parts.group(2))
     assert fetch(urls[0]) == files[0].read_bytes()
 
     info = probe(files[0])
@@ -174,7 +176,11 @@ def test_sessions_without_enable_recording_record_nothing(server: ServerProcess,
 def test_without_ffmpeg_the_run_goes_on_and_the_feed_says_why(tmp_path: Path, fake: FakeProvider) -> None:
     # RECORDING_DEFAULT=1 records every session; the ffmpeg it names does not exist
     process = start_isolated_server(
-        tmp_path / "no-ffmpeg-home", RECORDING_DEFAULT="1", RECORDING_FFMPEG="/nonexistent/ffmpeg", **fake.env()
+        tmp_path / "no-ffmpeg-home",
+        slots=1,
+        RECORDING_DEFAULT="1",
+        RECORDING_FFMPEG="/nonexistent/ffmpeg",
+        **fake.env(),
     )
     try:
         marker = token("REC-NOFF")
@@ -239,7 +245,7 @@ def test_recording_default_records_and_a_maintenance_shutdown_saves_the_file(
     tmp_path: Path, fake: FakeProvider
 ) -> None:
     process = start_isolated_server(
-        tmp_path / "maintenance-home", RECORDING_DEFAULT="1", SHUTDOWN_GRACE_S="1", **fake.env()
+        tmp_path / "maintenance-home", slots=1, RECORDING_DEFAULT="1", SHUTDOWN_GRACE_S="1", **fake.env()
     )
     try:
         session, gate = start_held_turn(process, fake, token("REC-MAINT"))  # no enableRecording: the default says so

@@ -92,7 +92,7 @@ async def test_task_without_provider_key_fails_before_any_step(client: AsyncBrow
     kinds = [m.type for m in page.messages]
     assert kinds == ["user_message", "browser_action_error"]
     assert page.messages[0].role == "user" and page.messages[0].data == ""
-    assert "Model 'gpt-5.6-terra' needs OPENAI_API_KEY, which is not configured" in page.messages[1].summary
+    assert "Model 'gpt-5.6-terra' needs OPENAI_API_KEY, which is not configured" in (page.messages[1].summary or "")
     assert json.loads(page.messages[1].data)["errorFull"]
     raw_messages = http.get(f"/v3/sessions/{created.id}/messages").json()["messages"]
     assert all(set(m) == MESSAGE_FIELDS for m in raw_messages)

@@ -4,6 +4,7 @@ salvaged turn, the judge's cost in the budget."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pytest
 
@@ -20,7 +21,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.display]
 RESTING = {"idle", "stopped", "error", "timed_out"}
 
 
-def turn(number: int, later: int | None = None) -> object:
+def turn(number: int, later: int | None = None) -> Callable[[LLMRequest], bool]:
     """Agent steps of one keep-alive turn: its follow-up's tag is in the conversation, the next one's not yet."""
 
     def matches(request: LLMRequest) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,10 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def _gone(pid: int) -> bool:
+    return not _alive(pid)
 
 
 def user_data_dir(proc: psutil.Process) -> Path:
@@ -185,7 +190,7 @@ def test_sessions_take_spares_and_the_server_leaves_nothing_behind(tmp_path: Pat
             ended = wait_until_status(server, session["id"], TERMINAL)
             assert ended["status"] == "stopped" and ended["isTaskSuccessful"], ended["lastStepSummary"]
             assert f"Handing spare slot {spare['index']} over" in server.log()
-            wait_until(lambda pid=spare_pid: not _alive(pid), 60, what="the session's browser to be torn down")
+            wait_until(partial(_gone, spare_pid), 60, what="the session's browser to be torn down")
         ready_spare(server)
     finally:
         server.stop()

@@ -166,6 +166,7 @@ def anthropic_events(request: LLMRequest, out: Outcome) -> list[tuple[str | None
     events: list[tuple[str | None, Any]] = [("message_start", {"type": "message_start", "message": start})]
     events.append(("ping", {"type": "ping"}))
     for index, block in enumerate(blocks):
+        head: dict[str, Any]
         deltas: list[dict[str, Any]]
         if block["type"] == "thinking":
             head = {"type": "thinking", "thinking": "", "signature": ""}
@@ -348,7 +349,7 @@ def _chat_base(request: LLMRequest, obj: str) -> dict[str, Any]:
 
 def chat_completion(request: LLMRequest, out: Outcome) -> dict[str, Any]:
     content = _cut(out.text) if out.truncated else out.text
-    message = {"role": "assistant", "content": content, "refusal": None, "annotations": []}
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None, "annotations": []}
     choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": "length" if out.truncated else "stop"}
     return {**_chat_base(request, "chat.completion"), "choices": [choice], "usage": _chat_usage(out.usage)}
 

@@ -17,7 +17,7 @@ import dataclasses
 import json
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, TypeAlias
 
@@ -248,7 +248,7 @@ def entry_times(value: object) -> int:
 
 
 def agent_step(
-    actions: Mapping[str, Any] | list[Mapping[str, Any]] | None = None,
+    actions: Mapping[str, Any] | Sequence[Mapping[str, Any]] | None = None,
     *,
     see: str = "The page as described in the browser state.",
     plan: str = "Follow the task step by step.",
@@ -461,7 +461,7 @@ def default_agent_step(schema: dict[str, Any] | None) -> dict[str, Any]:
     """A ``done`` step fitted to the request's AgentOutput schema (or the project's default shape)."""
     if not schema:
         return done()
-    step = example_for_schema(schema)
+    step: dict[str, Any] = example_for_schema(schema)
     step["action"] = [_done_action(schema)]
     return step
 

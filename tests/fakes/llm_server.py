@@ -374,7 +374,7 @@ class FakeProvider:
         """Requests whose text contains ``match`` (or for which ``match(request)`` is true), restricted to
         ``api`` and ``when`` if given, consume ``replies`` in order; afterwards they get ``then`` (default: the
         fake's default). Scripts are tried in the order they were added."""
-        name = label or (match if isinstance(match, str) else getattr(match, "__name__", "script"))
+        name = label or (match if isinstance(match, str) else str(getattr(match, "__name__", "script")))
         script = Script(name, match, replies, then, api, when)
         with self._lock:
             self._scripts.append(script)

@@ -12,9 +12,9 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Iterator
+from collections.abc import AsyncIterable, AsyncIterator, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -29,10 +29,12 @@ for _name, _value in {
 import anthropic
 import httpx
 import openai
+from anthropic.types import MessageParam, TextBlock, ThinkingBlock, ToolParam, ToolUseBlock
 from browser_use import ChatAnthropic, ChatOpenAI, Tools
 from browser_use.agent.views import AgentOutput
 from browser_use.llm.exceptions import ModelOutputTruncatedError, ModelProviderError, ModelRateLimitError
-from browser_use.llm.messages import SystemMessage, UserMessage
+from browser_use.llm.messages import BaseMessage, SystemMessage, UserMessage
+from openai.types.responses import ResponseReasoningItem
 from pydantic import BaseModel
 
 from tests.fakes.llm_server import (
@@ -127,12 +129,20 @@ def _agent_output_type() -> type[AgentOutput]:
     return AgentOutput.type_with_custom_actions(Tools().registry.create_action_model())
 
 
-WEATHER_TOOL = {
+WEATHER_TOOL: ToolParam = {
     "name": "Weather",
     "description": "weather",
     "input_schema": Weather.model_json_schema(),
 }
-USER = [{"role": "user", "content": "weather please TOKEN-A"}]
+USER: list[MessageParam] = [{"role": "user", "content": "weather please TOKEN-A"}]
+Item = TypeVar("Item")
+
+
+def nth(items: Sequence[object], index: int, kind: type[Item]) -> Item:
+    """``items[index]``, which must be a ``kind`` (a content block or output item of a reply)."""
+    item = items[index]
+    assert isinstance(item, kind), items
+    return item
 
 
 # ------------------------------------------------------------------------------------------------- Anthropic
@@ -143,14 +153,14 @@ async def test_anthropic_forced_tool_with_thinking_and_usage(fake: FakeProvider)
     message = await _anthropic(fake).messages.create(
         model="claude-sonnet-5",
         max_tokens=500,
-        messages=USER,  # type: ignore[arg-type]
-        tools=[WEATHER_TOOL],  # type: ignore[list-item]
+        messages=USER,
+        tools=[WEATHER_TOOL],
         tool_choice={"type": "tool", "name": "Weather"},
     )
     assert [b.type for b in message.content] == ["thinking", "tool_use"]
-    assert message.content[0].thinking == "Hmm."  # type: ignore[union-attr]
-    assert message.content[1].input == {"city": "Oslo", "temperature": 3}  # type: ignore[union-attr]
-    assert message.content[1].name == "Weather"  # type: ignore[union-attr]
+    assert nth(message.content, 0, ThinkingBlock).thinking == "Hmm."
+    assert nth(message.content, 1, ToolUseBlock).input == {"city": "Oslo", "temperature": 3}
+    assert nth(message.content, 1, ToolUseBlock).name == "Weather"
     assert message.stop_reason == "tool_use"
     usage = message.usage
     assert (usage.input_tokens, usage.output_tokens) == (100, 20)
@@ -188,8 +198,8 @@ async def test_anthropic_streaming_events(fake: FakeProvider) -> None:
     assert deltas == {"thinking_delta", "signature_delta", "input_json_delta"}
     async with client.messages.stream(**params) as stream:
         final = await stream.get_final_message()
-    assert final.content[1].input == {"city": "Oslo", "temperature": 3}  # type: ignore[union-attr]
-    assert final.content[0].signature  # type: ignore[union-attr]
+    assert nth(final.content, 1, ToolUseBlock).input == {"city": "Oslo", "temperature": 3}
+    assert nth(final.content, 0, ThinkingBlock).signature
     assert final.stop_reason == "tool_use"
     assert (final.usage.input_tokens, final.usage.output_tokens, final.usage.cache_read_input_tokens) == (7, 9, 1)
     assert fake.requests[1].stream
@@ -197,11 +207,11 @@ async def test_anthropic_streaming_events(fake: FakeProvider) -> None:
 
 async def test_anthropic_text_stream(fake: FakeProvider) -> None:
     fake.default("Hello from the stream, a somewhat longer sentence to get several text deltas.")
-    async with _anthropic(fake).messages.stream(model="m", max_tokens=50, messages=USER) as stream:  # type: ignore[arg-type]
+    async with _anthropic(fake).messages.stream(model="m", max_tokens=50, messages=USER) as stream:
         pieces = [chunk async for chunk in stream.text_stream]
         final = await stream.get_final_message()
     assert len(pieces) > 1
-    assert "".join(pieces) == final.content[0].text  # type: ignore[union-attr]
+    assert "".join(pieces) == nth(final.content, 0, TextBlock).text
     assert final.stop_reason == "end_turn"
     assert final.usage.output_tokens > 0
 
@@ -223,8 +233,9 @@ async def test_responses_nonstreaming_with_reasoning(fake: FakeProvider) -> None
     )
     assert response.status == "completed"
     assert [item.type for item in response.output] == ["reasoning", "message"]
-    assert response.output[0].summary[0].text == "Sum."  # type: ignore[union-attr]
-    assert response.output[0].encrypted_content  # type: ignore[union-attr]
+    reasoning = nth(response.output, 0, ResponseReasoningItem)
+    assert reasoning.summary[0].text == "Sum."
+    assert reasoning.encrypted_content
     assert json.loads(response.output_text) == {"city": "Rome", "temperature": 20}
     assert response.usage is not None
     assert (response.usage.input_tokens, response.usage.output_tokens, response.usage.total_tokens) == (80, 30, 110)
@@ -344,7 +355,7 @@ async def test_browser_use_chat_models_parse_structured_output(fake: FakeProvide
     fake.script(
         "TOKEN-BU", [structured({"city": "Bern", "temperature": 5}, usage=(100, 10, 60, 20))], then=Fault.drop()
     )
-    messages = [SystemMessage(content="sys"), UserMessage(content="TOKEN-BU weather")]
+    messages: list[BaseMessage] = [SystemMessage(content="sys"), UserMessage(content="TOKEN-BU weather")]
     claude = ChatAnthropic(model="claude-sonnet-4-6", base_url=fake.anthropic_base_url, api_key="k", max_retries=0)
     result = await claude.ainvoke(messages, output_format=Weather)
     assert result.completion == Weather(city="Bern", temperature=5)
@@ -497,10 +508,12 @@ async def test_status_faults_map_to_browser_use_errors(fake: FakeProvider) -> No
         await claude.ainvoke([UserMessage(content="A429")])
     with pytest.raises(anthropic.AuthenticationError) as auth:
         await _anthropic(fake).messages.create(model="m", max_tokens=5, messages=[{"role": "user", "content": "A401"}])
-    assert auth.value.body == {
+    body = auth.value.body
+    assert isinstance(body, dict), body
+    assert body == {
         "type": "error",
         "error": {"type": "authentication_error", "message": "invalid x-api-key"},
-        "request_id": auth.value.body["request_id"],  # type: ignore[index]
+        "request_id": body["request_id"],
     }
     anthropic_429 = fake.requests_matching("A429")[0]
     assert anthropic_429.reply_kind == "fault:status:429"
@@ -574,23 +587,23 @@ async def test_truncated_replies_in_every_format(fake: FakeProvider) -> None:
         max_tokens=64,
         messages=USER,
         tools=[WEATHER_TOOL],
-        tool_choice={"type": "tool", "name": "Weather"},  # type: ignore[arg-type, list-item]
+        tool_choice={"type": "tool", "name": "Weather"},
     )
-    assert (message.stop_reason, message.content[0].input, message.usage.output_tokens) == (
+    assert (message.stop_reason, nth(message.content, 0, ToolUseBlock).input, message.usage.output_tokens) == (
         "max_tokens",
         {"city": "Paris"},
         64,
-    )  # type: ignore[union-attr]
+    )
     async with _anthropic(fake).messages.stream(
         model="m",
         max_tokens=64,
         messages=USER,
         tools=[WEATHER_TOOL],
-        tool_choice={"type": "tool", "name": "Weather"},  # type: ignore[arg-type, list-item]
+        tool_choice={"type": "tool", "name": "Weather"},
     ) as stream:
         streamed = await stream.get_final_message()
     assert streamed.stop_reason == "max_tokens"
-    assert streamed.content[0].input != content  # type: ignore[union-attr]
+    assert nth(streamed.content, 0, ToolUseBlock).input != content
     client = _openai(fake)
     response = await client.responses.create(model="m", input="x", max_output_tokens=32)
     assert (response.status, response.incomplete_details and response.incomplete_details.reason) == (

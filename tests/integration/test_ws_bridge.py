@@ -32,7 +32,7 @@ async def upstream() -> AsyncIterator[Server]:
 
 
 async def test_a_message_over_the_route_limit_closes_the_bridge_with_1009(upstream: Server) -> None:
-    port = upstream.sockets[0].getsockname()[1]
+    port = next(iter(upstream.sockets)).getsockname()[1]
 
     async def limited(websocket: WebSocket) -> None:
         await websocket.accept()

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,11 +29,11 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_until(probe: object, timeout: float, interval: float = 0.05, what: str = "condition") -> None:
+def wait_until(probe: Callable[[], object], timeout: float, interval: float = 0.05, what: str = "condition") -> None:
     """Poll ``probe()`` until it is truthy (a readiness probe, not a sleep)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if probe():  # type: ignore[operator]
+        if probe():
             return
         time.sleep(interval)
     raise TimeoutError(f"{what} not reached within {timeout} s")

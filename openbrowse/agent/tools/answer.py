@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from openbrowse.agent.answer_store import AnswerStore, StoreError
 from openbrowse.agent.completeness import Gate, bounce_message, gate_text, review_block
 from openbrowse.llm.parsing import first_json_value
-from openbrowse.upstream.registered_actions import ActionFunction, wrap_action
+from openbrowse.upstream.registered_actions import ActionFunction, register_action, wrap_action
 
 if TYPE_CHECKING:
     from browser_use import Tools
@@ -91,49 +91,53 @@ def _result(call: Callable[[], str], *, memory: str) -> ActionResult:
 
 
 def register_answer_tools(tools: Tools[Any], store: AnswerStore) -> None:
-    @tools.action("Append one item to the output's answer list (validated live).", param_model=AddItemParams)
+    @register_action(tools, "Append one item to the output's answer list (validated live).", param_model=AddItemParams)
     async def add_item(params: AddItemParams) -> ActionResult:
         return _result(lambda: store.add_item(params.item), memory="add_item")
 
-    @tools.action("Merge fields into one item of the answer list.", param_model=UpdateItemParams)
+    @register_action(tools, "Merge fields into one item of the answer list.", param_model=UpdateItemParams)
     async def update_item(params: UpdateItemParams) -> ActionResult:
         return _result(lambda: store.update_item(params.index, params.fields), memory="update_item")
 
-    @tools.action("Merge fields into many items at once.", param_model=UpdateItemsParams)
+    @register_action(tools, "Merge fields into many items at once.", param_model=UpdateItemsParams)
     async def update_items(params: UpdateItemsParams) -> ActionResult:
         updates = [u.model_dump() for u in params.updates]
         return _result(lambda: store.update_items(updates), memory="update_items")
 
-    @tools.action("Set a top-level field of the output (not the answer list).", param_model=SetFieldParams)
+    @register_action(tools, "Set a top-level field of the output (not the answer list).", param_model=SetFieldParams)
     async def set_field(params: SetFieldParams) -> ActionResult:
         return _result(lambda: store.set_field(params.key, params.value), memory="set_field")
 
-    @tools.action("Delete items from the answer list (later indices shift down).", param_model=RemoveItemsParams)
+    @register_action(
+        tools, "Delete items from the answer list (later indices shift down).", param_model=RemoveItemsParams
+    )
     async def remove_items(params: RemoveItemsParams) -> ActionResult:
         return _result(lambda: store.remove_items(params.indices, params.reason), memory="remove_items")
 
-    @tools.action(
+    @register_action(
+        tools,
         "Settle fields the source does not publish, with the reason; allowed once every item page was read.",
         param_model=MarkAbsentParams,
     )
     async def mark_absent(params: MarkAbsentParams) -> ActionResult:
         return _result(lambda: store.mark_absent(params.fields, params.reason), memory="mark_absent")
 
-    @tools.action("Read back the output (windowed; long values elided).", param_model=ReadOutputParams)
+    @register_action(tools, "Read back the output (windowed; long values elided).", param_model=ReadOutputParams)
     async def read_output(params: ReadOutputParams) -> ActionResult:
         return _result(
             lambda: store.read_output(params.offset, params.limit, params.index, params.fields), memory="read_output"
         )
 
-    @tools.action("Find items of the output containing a text.", param_model=SearchOutputParams)
+    @register_action(tools, "Find items of the output containing a text.", param_model=SearchOutputParams)
     async def search_output(params: SearchOutputParams) -> ActionResult:
         return _result(lambda: store.search_output(params.query), memory="search_output")
 
-    @tools.action("Append every item of a saved JSON array file to the answer list.", param_model=FileParams)
+    @register_action(tools, "Append every item of a saved JSON array file to the answer list.", param_model=FileParams)
     async def add_items_from_file(params: FileParams) -> ActionResult:
         return _result(lambda: store.add_items_from_file(params.name), memory="add_items_from_file")
 
-    @tools.action(
+    @register_action(
+        tools,
         "Merge a saved JSON array into the answer list: entries {index, fields}, or items matched by their URL.",
         param_model=FileParams,
     )

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 from browser_use.agent.views import ActionResult
 from pydantic import BaseModel, Field
 
+from openbrowse.upstream.registered_actions import register_action
+
 if TYPE_CHECKING:
     from browser_use import Tools
 
@@ -72,13 +74,13 @@ class RecallParams(BaseModel):
 
 
 def register_clipboard(tools: Tools[Any], clipboard: Clipboard) -> None:
-    @tools.action(
-        "Store a small value under a key for later steps (the session clipboard).", param_model=RememberParams
+    @register_action(
+        tools, "Store a small value under a key for later steps (the session clipboard).", param_model=RememberParams
     )
     async def remember(params: RememberParams) -> ActionResult:
         message = clipboard.remember(params.key, params.value)
         return ActionResult(extracted_content=message, long_term_memory=f"remember {params.key}")
 
-    @tools.action("Read a value from the session clipboard by key.", param_model=RecallParams)
+    @register_action(tools, "Read a value from the session clipboard by key.", param_model=RecallParams)
     async def recall(params: RecallParams) -> ActionResult:
         return ActionResult(extracted_content=clipboard.recall(params.key), include_extracted_content_only_once=True)

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from openbrowse.agent.code_stream import CodeStreamer
 
 if TYPE_CHECKING:
-    from openbrowse.agent.tools.solve_captcha import CaptchaSolver
+    from openbrowse.agent.tools.captcha_solver import CaptchaSolver
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,11 +11,13 @@ PSI_FILE = Path("/proc/pressure/cpu")
 MIN_STALL = 0.05
 MIN_SESSIONS = 2
 _active_runs = 0
+"""Agent turns running now. Every engine runs on the API's event loop, one thread, so a plain counter needs no lock
+(issue 24 removed the engine threads that raced on it)."""
 
 
 @contextlib.contextmanager
 def active_run() -> Iterator[None]:
-    """Count a running agent turn (all sessions run in this process) for as long as the block runs."""
+    """Count a running agent turn (all sessions run in this process, on its event loop) while the block runs."""
     global _active_runs
     _active_runs += 1
     try:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import Awaitable, Callable
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
@@ -19,7 +17,7 @@ from browser_use.agent.views import ActionResult
 from pydantic import BaseModel, Field
 
 from openbrowse.agent.browser_pages import FrameRef, PageScriptError, evaluate, evaluate_in_frame, frames_of
-from openbrowse.agent.capsolver import CapSolverClient, CapSolverSettings, SolveResult, task_for
+from openbrowse.agent.capsolver import CapSolverClient, task_for
 from openbrowse.agent.captcha_detect import (
     LABELS,
     NEVER_ATTEMPTED,
@@ -30,16 +28,15 @@ from openbrowse.agent.captcha_detect import (
     findings_of,
 )
 from openbrowse.agent.captcha_inject import image_grab, injection
+from openbrowse.agent.tools.captcha_solver import CaptchaSolver
 from openbrowse.domain.feed import EventCategory
 from openbrowse.domain.money import format_usd
-from openbrowse.shielding import run_shielded
 
 if TYPE_CHECKING:
     from browser_use import Tools
 
     from openbrowse.agent.tools.context import ToolContext
 
-FAILURES_PER_HOST = 2
 PROBE_TIMEOUT = 10.0
 HintType = Literal[
     "recaptcha_v2", "recaptcha_v3", "turnstile", "geetest_v3", "geetest_v4", "mtcaptcha", "aws_waf", "image_to_text"
@@ -48,37 +45,6 @@ HintType = Literal[
 
 class CaptchaRefused(RuntimeError):
     """The solve was not attempted; nothing was spent."""
-
-
-class CaptchaSolver:
-    """The session's solver: settings, this dispatch's spend, failures per host, and where spend is reported."""
-
-    def __init__(self, settings: CapSolverSettings, on_spend: Callable[[Decimal], Awaitable[None]]) -> None:
-        self.settings = settings
-        self._on_spend = on_spend
-        self.run_spend = Decimal(0)
-        self._failures: dict[str, int] = {}
-
-    def new_turn(self) -> None:
-        """A new dispatch: its own allowance (spend so far is already in the session's carried total)."""
-        self.run_spend = Decimal(0)
-
-    def refusal(self, host: str) -> str | None:
-        ceiling = self.settings.max_cost_usd
-        if ceiling > 0 and self.run_spend >= ceiling:
-            return (
-                f"CAPTCHA spend in this run reached the ${format_usd(ceiling)} ceiling (CAPTCHA_MAX_COST_USD); "
-                "report the block instead of retrying."
-            )
-        if self._failures.get(host, 0) >= FAILURES_PER_HOST:
-            return f"Two CAPTCHA solves on {host} already failed; report the block instead of retrying."
-        return None
-
-    async def record(self, host: str, result: SolveResult) -> None:
-        self._failures[host] = 0 if result.solved else self._failures.get(host, 0) + 1
-        if result.cost > 0:
-            self.run_spend += result.cost
-            await run_shielded(self._on_spend(result.cost))
 
 
 class SolveCaptchaParams(BaseModel):

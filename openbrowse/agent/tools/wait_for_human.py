@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from browser_use.agent.views import ActionResult
 from pydantic import BaseModel, Field
 
+from openbrowse.upstream.registered_actions import register_action
+
 if TYPE_CHECKING:
     from browser_use import Tools
 
@@ -29,7 +31,8 @@ class WaitForHumanParams(BaseModel):
 
 
 def register_wait_for_human(tools: Tools[Any], ask: AskForHuman) -> None:
-    @tools.action(
+    @register_action(
+        tools,
         "Pause and hand the browser to a person for something only they can do (a login, a 2FA code, a CAPTCHA). "
         "Call it alone; when they hand back, continue from the page as they left it.",
         param_model=WaitForHumanParams,

@@ -10,7 +10,7 @@ from openbrowse.api.deps import ApiKey, ManagerDep, SettingsDep
 from openbrowse.api.openapi_docs import error_responses
 from openbrowse.api.schemas import HealthDetailsView, HealthView, LoopLagView, SandboxView, SlotUseView, SparesView
 from openbrowse.loop_lag import LoopLagMonitor
-from openbrowse.sessions.host_report import SlotMemory, engine_threads, live_objects, slot_report
+from openbrowse.sessions.host_report import SlotMemory, live_objects, slot_report
 
 router = APIRouter(tags=["health"])
 
@@ -57,7 +57,6 @@ async def health_details(request: Request, manager: ManagerDep, settings: Settin
         and memory < _MEMORY_BUSY_PERCENT,
         loop_lag_ms=_loop_lag(request),
         live_objects=live_objects(),
-        engine_threads=engine_threads(),
         sandbox=_sandbox(request, settings),
         file_warnings=getattr(request.app.state, "file_warnings", []),
         **await _slot_memory(request),

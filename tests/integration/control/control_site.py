@@ -16,8 +16,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
-from openbrowse.control import act, snapshot, tabs  # noqa: F401  (importing registers the routes)
-from openbrowse.control.call import ROUTES, ControlCall
+from openbrowse.control.call import ControlCall
+from openbrowse.control.catalog import all_routes
 from openbrowse.control.engine import ControlEngine
 from tests.support.asgi_thread import ThreadedServer
 
@@ -90,7 +90,7 @@ def serve_sites() -> Iterator[Sites]:
 
 def handler(method: str, path: str) -> Callable[[ControlCall], Any]:
     """The registered handler of a control route."""
-    for entry in ROUTES:
+    for entry in all_routes():
         if entry.method == method and entry.path == path:
             return entry.handler
     raise LookupError(f"{method} {path} is not registered")

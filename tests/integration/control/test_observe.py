@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse
 from starlette.routing import Route
 
-from openbrowse.control import observe
+from openbrowse.control import observe, page_log
 from openbrowse.control.call import ControlCall
 from openbrowse.control.engine import ControlEngine
 from openbrowse.control.errors import ControlError
@@ -81,8 +81,8 @@ async def test_console_errors_and_requests_are_logged(engine: ControlEngine, ser
     [entry] = requests["entries"]
     assert entry["method"] == "GET" and entry["status"] == 200 and entry["ok"] is True
     assert entry["resourceType"] == "fetch"
-    assert entry["headers"]["authorization"] == observe.REDACTED
-    assert entry["headers"]["x-api-key"] == observe.REDACTED
+    assert entry["headers"]["authorization"] == page_log.REDACTED
+    assert entry["headers"]["x-api-key"] == page_log.REDACTED
     assert entry["headers"]["x-debug"] == "1"
     documents = await call(observe.network_requests, engine, filter="document", clear=True)
     assert [item["url"] for item in documents["entries"]] == [f"{server.url}/log"]

@@ -13,6 +13,7 @@ from openbrowse.domain.failures import Failure, FailureKind
 from openbrowse.llm.catalog import resolve_model
 from openbrowse.llm.factory import build_chat_model
 from openbrowse.llm.failures import classify, is_provider_failure
+from tests.fakes.llm_script import MalformedMode
 from tests.fakes.llm_server import FakeProvider, Fault
 from tests.integration.llm.helpers import agent_output_type, fake_settings, messages, without_retries
 
@@ -106,9 +107,9 @@ async def test_refused_connection_is_a_connection_error(api: str) -> None:
 
 @pytest.mark.parametrize("api", list(CLIENTS))
 @pytest.mark.parametrize("mode", ["json", "envelope", "schema"])
-async def test_malformed_replies_are_invalid_output(fake: FakeProvider, api: str, mode: str) -> None:
+async def test_malformed_replies_are_invalid_output(fake: FakeProvider, api: str, mode: MalformedMode) -> None:
     token = f"TOKEN-MAL-{mode}-{api}"
-    fake.script(token, [Fault.malformed(mode)])  # type: ignore[arg-type]
+    fake.script(token, [Fault.malformed(mode)])
     failure = await failure_of(client(fake, api), token)
     assert (failure.kind, failure.status_code) == (FailureKind.INVALID_OUTPUT, None)
 

@@ -25,7 +25,7 @@ from openbrowse.llm.factory import build_chat_model
 from openbrowse.llm.failures import classify
 from openbrowse.llm.metering import MeteredChatModel
 from openbrowse.llm.streaming import listening
-from tests.fakes.llm_script import run_code, streamed
+from tests.fakes.llm_script import MalformedMode, run_code, streamed
 from tests.fakes.llm_server import FakeProvider, Fault, structured
 from tests.integration.llm.helpers import fake_settings, messages, without_retries
 
@@ -147,9 +147,9 @@ async def test_a_chat_server_that_refuses_stream_options_streams_without_usage(f
 @pytest.mark.parametrize("wire", list(WIRES))
 @pytest.mark.parametrize("mode", ["envelope", "json", "schema"])
 async def test_malformed_streams_are_unusable_output_like_malformed_bodies(
-    fake: FakeProvider, wire: str, mode: str
+    fake: FakeProvider, wire: str, mode: MalformedMode
 ) -> None:
-    fake.script("TOKEN-BAD", [Fault.malformed(mode).forever()])  # type: ignore[arg-type]
+    fake.script("TOKEN-BAD", [Fault.malformed(mode).forever()])
     model = without_retries(model_for(fake, wire)[0])
     with listening(Recorder()), pytest.raises(ModelProviderError) as streamed_error:
         await model.ainvoke(messages("TOKEN-BAD"), agent_output_type())

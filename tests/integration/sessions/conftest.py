@@ -15,7 +15,7 @@ from openbrowse.store.db import Database
 from openbrowse.store.feed import FeedRepo
 from openbrowse.store.profiles import ProfileRepo
 from openbrowse.store.sessions import SessionRepo
-from tests.integration.sessions.harness import Engines, FakePool
+from tests.integration.sessions.harness import AnyRunStarts, Engines, FakePool
 
 
 class HookedProfiles(ProfileRepo):
@@ -54,8 +54,7 @@ async def harness_factory(tmp_path: Path) -> AsyncIterator[HarnessFactory]:
         sessions, feed, profiles = SessionRepo(db), FeedRepo(db), HookedProfiles(db)
         pool, engines = FakePool(capacity), Engines()
         runtime = WorkerRuntime(
-            config, sessions, feed, pool, make_engine=engines.make, never_started_problem=lambda r: None,
-            live_url=lambda s: f"http://live/{s}",
+            config, sessions, feed, pool, make_engine=engines.make, policy=AnyRunStarts(),
         )  # fmt: skip
         manager = SessionManager(config, sessions, feed, profiles, runtime)
         await manager.__aenter__()

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from openbrowse.domain.ids import SessionId
 from openbrowse.domain.runs import NOTHING_KEPT, Salvage, TurnEnding, TurnOutcome
 from openbrowse.domain.sessions import SessionRecord, SessionStatus
 from openbrowse.errors import ProcessDied
@@ -30,6 +31,16 @@ async def _yield(times: int = YIELDS_PER_STAGE) -> None:
 _PARK_ORDER = itertools.count()
 
 
+class AnyRunStarts:
+    """A :class:`~openbrowse.sessions.policy.RunPolicy` that lets every run start; live URLs name the session."""
+
+    def never_started_problem(self, record: SessionRecord) -> str | None:
+        return None
+
+    def live_url(self, session_id: SessionId) -> str:
+        return f"http://live/{session_id}"
+
+
 class FakeLease:
     """Implements the worker's SlotLease: park/unpark bookkeeping, eviction through the release callback."""
 
@@ -40,6 +51,11 @@ class FakeLease:
         self.parked_at = 0
         self.evicting = False
         self._callback: Callable[[], Awaitable[None]] | None = None
+
+    async def start_browser(self) -> Any:
+        """The slot's browser: the fake engine never looks at it."""
+        await _yield()
+        return self
 
     def park(self, release_callback: Callable[[], Awaitable[None]]) -> None:
         self.parked, self._callback = True, release_callback
@@ -58,7 +74,11 @@ class FakeLease:
         callback = self._callback
         assert self.parked and callback is not None, "only a parked lease can be evicted"
         self.evicting = True
-        return asyncio.get_running_loop().create_task(callback())
+
+        async def release() -> None:
+            await callback()
+
+        return asyncio.get_running_loop().create_task(release())
 
 
 class FakePool:
@@ -143,7 +163,8 @@ class FakeEngine:
         registry.live.add(self)
         self._registry = registry
 
-    async def launch(self, lease: Any, task: str) -> None:
+    async def launch(self, browser: Awaitable[Any], task: str) -> None:
+        await browser
         await _yield()
         self.launched = True
 
@@ -185,6 +206,17 @@ class FakeEngine:
         await _yield()
         self.closed = True
         self._registry.live.discard(self)
+
+    on_human_needed: Callable[[str], Awaitable[None]] | None = None
+
+    async def pause(self) -> None:
+        await _yield()
+
+    async def wait_paused(self) -> None:
+        await _yield()
+
+    async def resume(self, note: str) -> None:
+        await _yield()
 
 
 class Engines:

@@ -10,15 +10,16 @@ from typing import Any
 import pytest
 
 from openbrowse.config import Settings
-from openbrowse.domain.sessions import SessionStatus, StopStrategy
+from openbrowse.domain.sessions import SessionRecord, SessionStatus, StopStrategy
 from openbrowse.errors import InvalidRequest
 from openbrowse.sessions.manager import SessionManager
 from openbrowse.sessions.requests import SessionCreate
-from openbrowse.sessions.runtime import WorkerRuntime
+from openbrowse.sessions.runtime import Engine, WorkerRuntime
 from openbrowse.store.db import Database
 from openbrowse.store.feed import FeedRepo
 from openbrowse.store.profiles import ProfileRepo
 from openbrowse.store.sessions import SessionRepo
+from tests.integration.sessions.harness import AnyRunStarts
 
 
 class Clock:
@@ -39,6 +40,10 @@ class NoSlots:
         raise AssertionError("a shell must not take a slot")
 
 
+async def no_engine(record: SessionRecord) -> Engine:
+    raise AssertionError("a shell must not start a run")
+
+
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
@@ -50,8 +55,7 @@ async def manager(tmp_path: Path, clock: Clock) -> AsyncIterator[SessionManager]
     async with Database(settings.db_path) as db:
         sessions, feed = SessionRepo(db, clock), FeedRepo(db, clock)
         runtime = WorkerRuntime(
-            settings, sessions, feed, NoSlots(), make_engine=lambda r: None, never_started_problem=lambda r: None,
-            live_url=lambda s: "",
+            settings, sessions, feed, NoSlots(), make_engine=no_engine, policy=AnyRunStarts(),
         )  # fmt: skip
         async with SessionManager(settings, sessions, feed, ProfileRepo(db), runtime, clock) as manager:
             yield manager

@@ -29,7 +29,7 @@ from openbrowse.store.db import Database
 from openbrowse.store.feed import FeedRepo
 from openbrowse.store.sessions import SessionRepo
 from tests.integration.sessions.conftest import HookedProfiles
-from tests.integration.sessions.harness import Engines, FakePool, Script, orphans, settle
+from tests.integration.sessions.harness import AnyRunStarts, Engines, FakePool, Script, orphans, settle
 
 S = SessionStatus
 SEED = 20261130
@@ -56,8 +56,7 @@ async def open_stack(settings: Settings, db: Database, engines: Engines) -> Stac
     sessions, feed = SessionRepo(db), FeedRepo(db)
     pool = FakePool(capacity=2)
     runtime = WorkerRuntime(
-        settings, sessions, feed, pool, make_engine=engines.make, never_started_problem=lambda r: None,
-        live_url=lambda s: f"http://live/{s}",
+        settings, sessions, feed, pool, make_engine=engines.make, policy=AnyRunStarts(),
     )  # fmt: skip
     manager = SessionManager(settings, sessions, feed, HookedProfiles(db), runtime)
     await manager.__aenter__()

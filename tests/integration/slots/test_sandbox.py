@@ -193,3 +193,32 @@ async def _until(condition: object) -> None:
     assert callable(condition)
     while not condition():
         await asyncio.sleep(0.05)
+
+
+async def test_chromium_reads_the_servers_font_cache_and_cannot_change_it(settings: Settings, base_index: int) -> None:
+    async with Slot(settings, base_index) as slot:
+        # Chromium found every font in the shared cache: it wrote no cache of its own into the slot's home
+        assert not (slot.directory / ".cache" / "fontconfig").exists()
+        script = "ls /var/cache/fontconfig; touch /var/cache/fontconfig/x"
+        code, output = await _run_inside(slot, ["/bin/sh", "-c", script])
+        assert code != 0
+        assert ".cache-" in output
+        assert "cannot touch" in output
+        cache = settings.run_dir / "fontconfig"
+        assert not (cache / "x").exists()
+        # the cache describes the fonts a slot sees anyway, and no host path beyond them
+        for path in cache.glob("*.cache-*"):
+            for name in ("/root", str(settings.data_dir), "/home"):
+                assert name.encode() not in path.read_bytes()
+
+
+async def test_a_slot_may_burst_above_its_cpu_cap_for_one_period(settings: Settings, base_index: int) -> None:
+    async with Slot(settings, base_index) as slot:
+        assert slot.confinement.sandbox is not None
+        cgroup = slot.confinement.sandbox.cgroup
+        if cgroup.flavour.value != "v1":
+            pytest.skip("checked on cgroup v1 hosts (ours)")
+        cpu = cgroup.directories()[2]
+        quota = int((cpu / "cpu.cfs_quota_us").read_text())
+        assert quota == int(settings.SLOT_CPU * 100_000)  # the cap itself is unchanged
+        assert int((cpu / "cpu.cfs_burst_us").read_text()) == quota

@@ -155,10 +155,14 @@ async def test_running_slot_has_one_active_tab_and_loopback_listeners(settings: 
         # pitfall 1: a background tab makes every screenshot hang; ours is the visible, active one
         assert await _evaluate(slot.cdp_port, "document.visibilityState") == "visible"
         pids = {p.pid for p in instance_processes(settings)}
-        listeners = [c for c in psutil.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN and c.pid in pids]
-        assert {c.laddr.port for c in listeners} >= {slot.novnc_port, slot.cdp_port}
-        assert slot.vnc_port not in {c.laddr.port for c in listeners}  # x11vnc: a Unix socket only
-        assert {c.laddr.ip for c in listeners} == {"127.0.0.1"}
+        listening = [
+            c.laddr
+            for c in psutil.net_connections(kind="inet")
+            if c.status == psutil.CONN_LISTEN and c.pid in pids and c.laddr
+        ]
+        assert {a.port for a in listening} >= {slot.novnc_port, slot.cdp_port}
+        assert slot.vnc_port not in {a.port for a in listening}  # x11vnc: a Unix socket only
+        assert {a.ip for a in listening} == {"127.0.0.1"}
 
 
 async def test_websockify_serves_the_rfb_greeting_and_novnc(settings: Settings, base_index: int) -> None:

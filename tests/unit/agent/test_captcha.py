@@ -9,7 +9,7 @@ import pytest
 from openbrowse.agent.capsolver import CapSolverSettings, SolveResult, cost_of, task_for
 from openbrowse.agent.captcha_detect import CaptchaKind, Finding, choose, findings_of, from_resource_url
 from openbrowse.agent.captcha_inject import injection
-from openbrowse.agent.tools.solve_captcha import CaptchaSolver
+from openbrowse.agent.tools.captcha_solver import CaptchaSolver
 
 PAGE = "https://shop.example/login"
 KEY = "6LcKeyKeyKeyKeyKeyKeyKeyKeyKeyKeyKeyKeyK"

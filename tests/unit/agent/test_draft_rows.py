@@ -97,7 +97,7 @@ def test_values_the_store_refuses_stay_empty() -> None:
 
 
 def test_pages_with_little_text_get_no_row_and_duplicates_one() -> None:
-    pages = [
+    pages: list[dict[str, Any]] = [
         {"url": "https://a.example/1", "text": "short", "jsonld": [JSONLD]},
         {"url": URL, "text": TEXT, "jsonld": []},
         {"url": URL, "text": TEXT, "jsonld": []},

@@ -155,7 +155,7 @@ def test_per_agent_output_types_are_not_kept_alive_by_our_caches() -> None:
         url: str
 
     action_model = create_model("ActionModel", navigate=(Navigate | None, None))
-    output_type = create_model("AgentOutput", action=(list[action_model], []))  # type: ignore[valid-type]
+    output_type = create_model("AgentOutput", action=(list[action_model], []))
     assert set(action_params(output_type)) == {"navigate"}
     carded = with_cards(output_type)
     assert set(action_params(carded)) == {"navigate"}

@@ -91,17 +91,17 @@ def _recording_tools() -> tuple[Tools[Any], list[tuple[str, str]]]:
     for name in ("input", "navigate", "http_fetch", "done"):
         registry.registry.actions.pop(name, None)
 
-    @registry.action("type", param_model=InputTextAction)  # type: ignore[untyped-decorator]
+    @registry.action("type", param_model=InputTextAction)
     async def input(params: InputTextAction) -> str:
         seen.append(("input", params.text))
         return "typed"
 
-    @registry.action("go", param_model=NavigateAction)  # type: ignore[untyped-decorator]
+    @registry.action("go", param_model=NavigateAction)
     async def navigate(params: NavigateAction) -> str:
         seen.append(("navigate", params.url))
         return "went"
 
-    @registry.action("fetch")  # type: ignore[untyped-decorator]
+    @registry.action("fetch")
     async def http_fetch(url: str, body: str = "") -> str:
         seen.append(("http_fetch", url + body))
         return "fetched"

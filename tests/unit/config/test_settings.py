@@ -67,6 +67,16 @@ def test_dotenv_in_home_is_read_and_environment_wins(monkeypatch: pytest.MonkeyP
     assert settings.db_path == tmp_path / "data" / "browser_use.db"
 
 
+def test_settings_that_were_removed_are_ignored(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """An old .env or environment that still sets ENGINE_THREADS/ENGINE_NICE (removed in issue 24) still starts."""
+    (tmp_path / ".env").write_text("ENGINE_THREADS=true\nENGINE_NICE=10\nTASK_TIMEOUT=10\n")
+    monkeypatch.setenv("OPENBROWSE_HOME", str(tmp_path))
+    monkeypatch.setenv("ENGINE_THREADS", "false")
+    settings = Settings.load()
+    assert settings.TASK_TIMEOUT == 10
+    assert not hasattr(settings, "ENGINE_THREADS")
+
+
 def test_public_bind_needs_an_api_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("OPENBROWSE_HOME", str(tmp_path))
     monkeypatch.setenv("HOST", "0.0.0.0")

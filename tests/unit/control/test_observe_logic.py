@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from openbrowse.control.observe import REDACTED, is_secret_header, redact_headers, url_matches
+from openbrowse.control.observe import url_matches
+from openbrowse.control.page_log import REDACTED, is_secret_header, redact_headers
 
 
 @pytest.mark.parametrize(

@@ -40,8 +40,10 @@ T0 = datetime(2026, 8, 18, 9, 14, 2, 881234, tzinfo=UTC)
         (Decimal("1234567.10"), "1234567.1"),
     ],
 )
-def test_money_is_plain_decimal_text_with_at_most_eight_places(value: object, wire: str) -> None:
-    assert format_usd(value) == wire  # type: ignore[arg-type]
+def test_money_is_plain_decimal_text_with_at_most_eight_places(
+    value: Decimal | float | int | str | None, wire: str
+) -> None:
+    assert format_usd(value) == wire
 
 
 def test_money_conversion_and_cents() -> None:

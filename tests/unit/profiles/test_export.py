@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from openbrowse.sessions.profile_cdp import StorageRead, cookie_params, web_origin
-from openbrowse.sessions.profile_sync import export_origins
+from openbrowse.profiles.cdp import StorageRead, cookie_params, web_origin
+from openbrowse.profiles.sync import export_origins
 
 
 def test_cookie_params_drop_what_setcookies_would_misread() -> None:

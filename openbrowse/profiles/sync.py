@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Protocol
 
 from openbrowse.errors import ProfileNotFound
+from openbrowse.profiles.cdp import CdpFailure, CdpLink, StorageRead, web_origin
 from openbrowse.profiles.jar import Cookie, Jar, empty_jar, origin_name, storage_items
 from openbrowse.profiles.merge import CookieKey, cookie_key, three_way_merge
 from openbrowse.profiles.service import MergeReport, save_base
-from openbrowse.sessions.profile_cdp import CdpFailure, CdpLink, StorageRead, web_origin
 from openbrowse.shielding import run_shielded
 
 logger = logging.getLogger(__name__)
