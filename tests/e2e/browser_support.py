@@ -77,6 +77,30 @@ def stack_processes(server: ServerProcess) -> list[psutil.Process]:
     return found
 
 
+def stack_process_names(server: ServerProcess) -> set[str]:
+    """The names of :func:`stack_processes` (ones that exit meanwhile are left out)."""
+    names = set()
+    for proc in stack_processes(server):
+        try:
+            names.add(proc.name())
+        except psutil.NoSuchProcess:
+            continue
+    return names
+
+
+def stack_processes_named(server: ServerProcess, part: str) -> list[psutil.Process]:
+    """The processes of :func:`stack_processes` whose name contains ``part`` (ones that exit meanwhile are left out:
+    socat forks one relay per connection, and they come and go)."""
+    found = []
+    for proc in stack_processes(server):
+        try:
+            if part in proc.name():
+                found.append(proc)
+        except psutil.NoSuchProcess:
+            continue
+    return found
+
+
 def forwarded_for() -> dict[str, str]:
     n = next(_addresses)
     return {"X-Forwarded-For": f"198.18.{n // 250}.{n % 250 + 1}"}

@@ -173,7 +173,7 @@ def test_a_file_input_gets_only_the_browsers_own_files(
         allowed.write_text("my own cv")
         cdp.call("DOM.setFileInputFiles", {"files": [str(allowed)], "objectId": input_id}, session)
         assert chosen_files(cdp, session) == 1
-        wait_until(lambda: received.files, 10, what="the page sending the chosen file")
+        wait_until(lambda: received.files, 30, what="the page sending the chosen file")
     finally:
         cdp.close()
     assert received.files == [("cv.txt", "my own cv")]
@@ -226,7 +226,7 @@ async def test_playwright_still_connects_and_uploads_by_content(
         await page.set_input_files("#f", str(local))  # a remote browser gets the bytes, never the client's path
         assert await page.evaluate("document.getElementById('f').files[0].name") == "from-the-client.txt"
         await remote.close()
-    wait_until(lambda: received.files, 10, what="the page sending the chosen file")
+    wait_until(lambda: received.files, 30, what="the page sending the chosen file")
     assert received.files == [("from-the-client.txt", "sent by playwright")]
 
 

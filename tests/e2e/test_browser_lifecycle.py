@@ -28,7 +28,7 @@ from tests.e2e.browser_support import (
     create_browser,
     forwarded_for,
     needs_display,
-    stack_processes,
+    stack_processes_named,
     start_isolated_server,
     stop_browser,
 )
@@ -138,13 +138,17 @@ def test_a_browser_in_use_ends_at_its_maximum_age(http: httpx.Client) -> None:
 
 def test_a_killed_chromium_is_runner_lost(http: httpx.Client, server: ServerProcess) -> None:
     created = create_browser(http)
-    chromes = [p for p in stack_processes(server) if "chrom" in p.name()]
-    pids = {p.pid for p in chromes}
-    main = [p for p in chromes if p.ppid() not in pids]
-    assert main, [p.name() for p in chromes]
-    for process in main:
-        process.send_signal(signal.SIGKILL)
-    view, _ = wait_for(http, created["id"], ended, 20)
+    try:
+        chromes = stack_processes_named(server, "chrom")
+        pids = {p.pid for p in chromes}
+        main = [p for p in chromes if p.ppid() not in pids]
+        assert main, [p.pid for p in chromes]
+        for process in main:
+            process.send_signal(signal.SIGKILL)
+        view, _ = wait_for(http, created["id"], ended, 20)
+    except BaseException:
+        stop_browser(http, created["id"])  # the next tests need the one slot
+        raise
     assert (view["status"], view["state"], view["endReason"]) == ("stopped", "lost", "runner_lost")
     BrowserSessionView.model_validate(view)
 

@@ -26,6 +26,7 @@ from tests.e2e.browser_support import (
     fixture_site,
     forwarded_for,
     needs_display,
+    stack_process_names,
     stack_processes,
     start_isolated_server,
     stop_browser,
@@ -245,7 +246,7 @@ async def test_stopping_releases_the_slot_to_a_queued_browser(http: httpx.Client
     assert (ended["status"], ended["state"], ended["endReason"]) == ("stopped", "ended", "closed")
     deadline = time.monotonic() + 10
     while stack_processes(server):
-        assert time.monotonic() < deadline, [p.name() for p in stack_processes(server)]
+        assert time.monotonic() < deadline, stack_process_names(server)
         await asyncio.sleep(0.05)
 
 

@@ -34,6 +34,7 @@ from tests.e2e.browser_support import (
     forwarded_for,
     needs_display,
     stack_processes,
+    stack_processes_named,
     start_isolated_server,
     stop_browser,
 )
@@ -245,7 +246,7 @@ async def test_credentials_are_checked_on_page_assets_and_socket(
 
 def _in_sandbox(server: ServerProcess) -> list[str]:
     """The display lives in the slot's sandbox: enter the namespaces of the server's sandboxed x11vnc."""
-    x11vnc = next(p for p in stack_processes(server) if p.name() == "x11vnc")
+    x11vnc = stack_processes_named(server, "x11vnc")[0]
     return ["nsenter", "-t", str(x11vnc.pid), "--mount", "--net", "--ipc", "--pid", "--uts", "--"]
 
 

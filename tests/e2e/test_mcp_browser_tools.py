@@ -31,33 +31,14 @@ from starlette.routing import Route
 
 from tests.e2e.browser_support import create_browser, keyed_client, keyed_server, needs_display
 from tests.support.asgi_thread import ThreadedServer
+from tests.support.devtools_catalog import CHROME_DEVTOOLS_NAMES
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display, pytest.mark.timeout(240)]
 
 API_KEY = "mcp-browser-key"
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
-BROWSER_TOOLS = {
-    "list_pages",
-    "new_page",
-    "select_page",
-    "close_page",
-    "navigate_page",
-    "wait_for",
-    "take_snapshot",
-    "take_screenshot",
-    "click",
-    "hover",
-    "fill",
-    "fill_form",
-    "type_text",
-    "press_key",
-    "handle_dialog",
-    "evaluate_script",
-    "list_console_messages",
-    "list_network_requests",
-    "resize_page",
-}
+BROWSER_TOOLS = CHROME_DEVTOOLS_NAMES
 
 
 def _page(title: str, body: str) -> HTMLResponse:

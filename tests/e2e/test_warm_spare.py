@@ -22,6 +22,7 @@ from tests.e2e.browser_support import (
     create_browser,
     fixture_site,
     needs_display,
+    stack_process_names,
     stack_processes,
     start_isolated_server,
     stop_browser,
@@ -98,7 +99,7 @@ def test_a_spare_waits_at_idle_and_is_not_a_session(tmp_path: Path) -> None:
         assert health["slots"] == []
         assert health["activeSessions"] == health["running"] == health["queued"] == health["parked"] == 0
         assert httpx.get(f"{server.v3}/sessions", timeout=30).json()["total"] == 0
-        names = {proc.name() for proc in stack_processes(server)}
+        names = stack_process_names(server)
         assert {"Xvfb", "chromium"} <= names and not names & {"x11vnc", "websockify"}  # live view off
         chromium_of(server, spare["index"])
     finally:

@@ -9,28 +9,7 @@ import pytest
 
 from openbrowse.mcpbrowser.pages import OwnerPages, ToolFailure
 from openbrowse.mcpbrowser.tools import CATALOG
-
-CHROME_DEVTOOLS_NAMES = {
-    "list_pages",
-    "new_page",
-    "select_page",
-    "close_page",
-    "navigate_page",
-    "wait_for",
-    "take_snapshot",
-    "take_screenshot",
-    "click",
-    "hover",
-    "fill",
-    "fill_form",
-    "type_text",
-    "press_key",
-    "handle_dialog",
-    "evaluate_script",
-    "list_console_messages",
-    "list_network_requests",
-    "resize_page",
-}
+from tests.support.devtools_catalog import CHROME_DEVTOOLS_NAMES
 
 
 class NoContext:
