@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from browser_use.llm.base import BaseChatModel
 from browser_use.llm.messages import BaseMessage, UserMessage
@@ -24,6 +24,7 @@ from openbrowse.agent.cards import with_cards
 from openbrowse.agent.pause import PauseSwitch
 from openbrowse.agent.repair import invoke_with_repair
 from openbrowse.domain.activity import NO_ACTIVITY, ActivityKind, ActivityReporter
+from openbrowse.llm.chat_model import ChatModelWrapper
 from openbrowse.llm.streaming import listening
 from openbrowse.upstream.agent_output import is_agent_output
 
@@ -62,7 +63,7 @@ class AgentCallLog:
         return bool(self.goal) and self.step > 1 and (self.step - 1) % GOAL_REMINDER_EVERY == 0
 
 
-class AgentChatModel(BaseChatModel):
+class AgentChatModel(ChatModelWrapper):
     """A transparent wrapper; browser-use accepts it as ``llm``."""
 
     def __init__(
@@ -73,40 +74,21 @@ class AgentChatModel(BaseChatModel):
         code: CodeStreamer | None = None,
         pause: PauseSwitch | None = None,
     ) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.log = log
         self._activity = activity
         self._code = code
         self._pause = pause or PauseSwitch()
-        self.model = inner.model
-
-    @property
-    def provider(self) -> str:
-        return self._inner.provider
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
 
     @property
     def model_name(self) -> str:
-        return self._inner.model
+        return self.inner.model
 
-    @overload
-    async def ainvoke(
-        self, messages: list[BaseMessage], output_format: None = None, **kwargs: Any
-    ) -> ChatInvokeCompletion[str]: ...
-
-    @overload
-    async def ainvoke(
-        self, messages: list[BaseMessage], output_format: type[T], **kwargs: Any
-    ) -> ChatInvokeCompletion[T]: ...
-
-    async def ainvoke(
-        self, messages: list[BaseMessage], output_format: type[T] | None = None, **kwargs: Any
+    async def _complete(
+        self, messages: list[BaseMessage], output_format: type[T] | None, **kwargs: Any
     ) -> ChatInvokeCompletion[T] | ChatInvokeCompletion[str]:
         if output_format is None or not is_agent_output(output_format):
-            return await self._inner.ainvoke(messages, output_format, **kwargs)
+            return await self._call_inner(messages, output_format, **kwargs)
         resumed = self._pause.take_note()
         if resumed:
             messages = [*messages, UserMessage(content=resumed)]
@@ -121,7 +103,7 @@ class AgentChatModel(BaseChatModel):
         try:
             with listening(code):
                 result = await self._pause.race(
-                    invoke_with_repair(self._inner, messages, with_cards(output_format), **kwargs)
+                    invoke_with_repair(self.inner, messages, with_cards(output_format), **kwargs)
                 )
         except BaseException as exc:
             if code is not None:

@@ -1,10 +1,10 @@
 """Claude models over the Anthropic Messages API, spoken directly over ``httpx`` (spec §10.6).
 
-A browser-use chat model (``BaseChatModel``: ``model``, ``provider``, ``name``, ``ainvoke``) that sends what
-browser-use's ``ChatAnthropic`` sent through the SDK, without importing the SDK (its import alone was about
-66 MiB of the server's memory and over a second of start-up). Messages are serialised by ``anthropic_wire``,
-sent by ``anthropic_http`` (the SDK's retry policy), streamed by ``anthropic_stream``, read by
-``anthropic_reply``. As before:
+A browser-use chat model (a ``chat_model.ChatModel``) that sends what browser-use's ``ChatAnthropic`` sent through
+the SDK, without importing the SDK (its import alone was about 66 MiB of the server's memory and over a second of
+start-up); ``tests/contract/test_claude_request_bodies.py`` holds the two bodies together. Messages are
+serialised by ``anthropic_wire``, sent by ``anthropic_http`` (the SDK's retry policy), streamed by
+``anthropic_stream``, read by ``anthropic_reply``. As before:
 
 * structured output is one tool named after the output model (``tools=[{name, input_schema,
   cache_control}]``); ``tool_choice`` forces that tool when thinking is disabled and is ``{"type": "auto"}``
@@ -30,9 +30,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from browser_use.llm.base import BaseChatModel
 from browser_use.llm.exceptions import ModelOutputTruncatedError, ModelProviderError, ModelRateLimitError
 from pydantic import BaseModel
 
@@ -41,6 +40,7 @@ from openbrowse.llm.anthropic_repair import repair_content
 from openbrowse.llm.anthropic_reply import structured_completion, text_completion
 from openbrowse.llm.anthropic_stream import read_message
 from openbrowse.llm.anthropic_wire import reply_usage, serialize_messages, structured_tool
+from openbrowse.llm.chat_model import ChatModel
 from openbrowse.llm.metering import attach_usage, sum_usage
 from openbrowse.llm.params import (
     ANTHROPIC_DEFAULT_BASE_URL,
@@ -80,7 +80,7 @@ def _total(usages: list[ChatInvokeUsage]) -> ChatInvokeUsage | None:
 
 
 @dataclass
-class AnthropicChatModel(BaseChatModel):
+class AnthropicChatModel(ChatModel):
     """A Claude model: structured output as one forced tool, truncation retry, reply repair, summed usage."""
 
     model: str
@@ -98,10 +98,6 @@ class AnthropicChatModel(BaseChatModel):
     @property
     def provider(self) -> str:
         return "anthropic"
-
-    @property
-    def name(self) -> str:
-        return str(self.model)
 
     # -- request ---------------------------------------------------------------------------------------------
 
@@ -223,20 +219,10 @@ class AnthropicChatModel(BaseChatModel):
         except Exception as exc:
             raise ModelProviderError(message=str(exc), model=self.name) from exc
 
-    @overload
-    async def ainvoke(
-        self, messages: list[BaseMessage], output_format: None = None, **kwargs: Any
-    ) -> ChatInvokeCompletion[str]: ...
-
-    @overload
-    async def ainvoke(
-        self, messages: list[BaseMessage], output_format: type[T], **kwargs: Any
-    ) -> ChatInvokeCompletion[T]: ...
-
-    async def ainvoke(
+    async def _complete(
         self,
         messages: list[BaseMessage],
-        output_format: type[T] | None = None,
+        output_format: type[T] | None,
         **kwargs: Any,  # noqa: ARG002 - browser-use passes session_id etc.; nothing to forward
     ) -> ChatInvokeCompletion[T] | ChatInvokeCompletion[str]:
         usages: list[ChatInvokeUsage] = []

@@ -13,19 +13,21 @@ with ``failed=True`` before re-raising.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from browser_use.llm.base import BaseChatModel
-from browser_use.llm.views import ChatInvokeCompletion, ChatInvokeUsage
+from browser_use.llm.views import ChatInvokeUsage
 from pydantic import BaseModel
 
+from openbrowse.llm.chat_model import ChatModelWrapper
 from openbrowse.llm.costs import CallUsage, call_usage
 from openbrowse.llm.redacted_messages import Redact, redact_messages
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from browser_use.llm.base import BaseChatModel
     from browser_use.llm.messages import BaseMessage
+    from browser_use.llm.views import ChatInvokeCompletion
 
     from openbrowse.llm.catalog import ModelSpec
 
@@ -81,7 +83,7 @@ def sum_usage(first: ChatInvokeUsage | None, second: ChatInvokeUsage | None) -> 
     )
 
 
-class MeteredChatModel(BaseChatModel):
+class MeteredChatModel(ChatModelWrapper):
     """Wraps a chat model; calls ``on_usage(CallUsage)`` after every call that reported usage.
 
     ``label`` tags the reports (``agent``, ``preflight``, ``judge``…); :meth:`labelled` makes a sibling
@@ -97,20 +99,11 @@ class MeteredChatModel(BaseChatModel):
         label: str | None = None,
         redact: Redact | None = None,
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.spec = spec
         self.on_usage = on_usage
         self.label = label
         self.redact = redact  # the session's redactor: no secret reaches the provider in any spelling (§25.3)
-        self.model = inner.model
-
-    @property
-    def provider(self) -> str:
-        return self.inner.provider
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
 
     def labelled(self, label: str) -> MeteredChatModel:
         return MeteredChatModel(self.inner, self.spec, self.on_usage, label=label, redact=self.redact)
@@ -121,28 +114,13 @@ class MeteredChatModel(BaseChatModel):
         except Exception:
             logger.exception("Usage callback failed for a %s call", self.spec.id)
 
-    @overload
-    async def ainvoke(
-        self, messages: list[BaseMessage], output_format: None = None, **kwargs: Any
-    ) -> ChatInvokeCompletion[str]: ...
-
-    @overload
-    async def ainvoke(
-        self, messages: list[BaseMessage], output_format: type[T], **kwargs: Any
-    ) -> ChatInvokeCompletion[T]: ...
-
-    async def ainvoke(
-        self, messages: list[BaseMessage], output_format: type[T] | None = None, **kwargs: Any
+    async def _complete(
+        self, messages: list[BaseMessage], output_format: type[T] | None, **kwargs: Any
     ) -> ChatInvokeCompletion[T] | ChatInvokeCompletion[str]:
         if self.redact is not None:
             messages = redact_messages(messages, self.redact)
         try:
-            if output_format is None:
-                result: ChatInvokeCompletion[T] | ChatInvokeCompletion[str] = await self.inner.ainvoke(
-                    messages, None, **kwargs
-                )
-            else:
-                result = await self.inner.ainvoke(messages, output_format, **kwargs)
+            result = await self._call_inner(messages, output_format, **kwargs)
         except Exception as exc:
             usage = attached_usage(exc)
             if usage is not None:

@@ -29,15 +29,9 @@ from browser_use.llm.views import ChatInvokeCompletion, ChatInvokeUsage
 from pydantic import BaseModel
 
 from openbrowse.llm.openai_client import OpenAIProtocolModel
-from openbrowse.llm.openai_common import chat_usage, error_mentions, make_client
+from openbrowse.llm.openai_common import chat_usage, error_mentions
 from openbrowse.llm.openai_messages import to_chat_messages
 from openbrowse.llm.openai_streams import streamed_completion
-from openbrowse.llm.params import (
-    OPENAI_DEFAULT_BASE_URL,
-    OPENAI_DEFAULT_OUTPUT_TOKENS,
-    OPENAI_TIMEOUT_S,
-    SDK_MAX_RETRIES,
-)
 from openbrowse.llm.parsing import UnusableOutputError, parse_structured, schema_instruction
 from openbrowse.llm.streaming import current_listener
 
@@ -64,13 +58,6 @@ def _reasoning_text(message: Any) -> str | None:
 class ChatCompletionsModel(OpenAIProtocolModel):
     """Chat Completions client with schema-in-prompt structured output."""
 
-    model: str
-    api_key: str
-    base_url: str = OPENAI_DEFAULT_BASE_URL
-    reasoning_effort: str | None = None
-    max_output_tokens: int = OPENAI_DEFAULT_OUTPUT_TOKENS
-    timeout_s: float = OPENAI_TIMEOUT_S
-    max_retries: int = SDK_MAX_RETRIES
     use_max_completion_tokens: bool = False
     """OpenAI's own reasoning models refuse ``max_tokens``; most compatible servers only know ``max_tokens``."""
     send_reasoning_effort: bool = True
@@ -83,10 +70,6 @@ class ChatCompletionsModel(OpenAIProtocolModel):
     def provider(self) -> str:
         return self.provider_name
 
-    @property
-    def name(self) -> str:
-        return self.model
-
     def request_body(self, messages: list[BaseMessage], output_format: type[BaseModel] | None) -> dict[str, Any]:
         extra = schema_instruction(output_format) if output_format is not None else ""
         body: dict[str, Any] = {"model": self.model, "messages": to_chat_messages(messages, extra)}
@@ -95,22 +78,17 @@ class ChatCompletionsModel(OpenAIProtocolModel):
             body["reasoning_effort"] = self.reasoning_effort
         return body
 
-    async def _post(self, body: dict[str, Any]) -> Any:
-        client = make_client(
-            api_key=self.api_key, base_url=self.base_url, timeout_s=self.timeout_s, max_retries=self.max_retries
-        )
-        async with client:
-            listener = current_listener()
-            if listener is None:
-                return await client.chat.completions.create(**body)
-            streaming = {**body, "stream": True}
-            if self.stream_usage:
-                streaming["stream_options"] = {"include_usage": True}
-            stream = await client.chat.completions.create(**streaming)
-            return await streamed_completion(stream, listener)
+    async def _post(self, client: openai.AsyncOpenAI, body: dict[str, Any]) -> Any:
+        listener = current_listener()
+        if listener is None:
+            return await client.chat.completions.create(**body)
+        streaming = {**body, "stream": True}
+        if self.stream_usage:
+            streaming["stream_options"] = {"include_usage": True}
+        stream = await client.chat.completions.create(**streaming)
+        return await streamed_completion(stream, listener)
 
     def _drop_refused(self, body: dict[str, Any], exc: openai.BadRequestError) -> bool:
-        """Switch off a parameter the server refused; False if the 400 is about something else."""
         if "reasoning_effort" in body and error_mentions(exc, "reasoning_effort", "reasoning effort"):
             self.send_reasoning_effort = False
             logger.warning("%s: the server does not accept reasoning_effort; continuing without it", self.model)
@@ -120,17 +98,6 @@ class ChatCompletionsModel(OpenAIProtocolModel):
             logger.warning("%s: the server does not accept stream_options; streaming without usage", self.model)
             return True
         return False
-
-    async def _create(self, messages: list[BaseMessage], output_format: type[BaseModel] | None) -> Any:
-        for _ in range(2):
-            body = self.request_body(messages, output_format)
-            try:
-                return await self._post(body)
-            except openai.BadRequestError as exc:
-                if not self._drop_refused(body, exc):
-                    raise
-            # retried outside the ``except`` block so a failure of the retry is not chained to the 400
-        return await self._post(self.request_body(messages, output_format))
 
     def _usage(self, response: Any) -> ChatInvokeUsage | None:
         return chat_usage(getattr(response, "usage", None))

@@ -1,24 +1,33 @@
 """The call path our two OpenAI-protocol clients share (Responses API and Chat Completions).
 
-Subclasses build and send the request (``_create``, which may retry once without a parameter the server
-refuses) and read the reply (``_usage``, ``_read``); this base maps SDK errors to browser-use's, turns a body
-that is not JSON into :class:`UnusableOutputError`, and attaches reported usage to a failed read so the meter
-still bills it.
+Both take the same settings, open one SDK client per call, and retry a request without a parameter the server
+refused with a 400 (reasoning summaries, ``reasoning_effort``, ``stream_options``), keeping it off for good.
+Subclasses build the body (``request_body``), send it (``_post``), say which refusal they can drop
+(``_drop_refused``) and read the reply (``_usage``, ``_read``); this base maps SDK errors to browser-use's, turns
+a body that is not JSON into :class:`UnusableOutputError`, and attaches reported usage to a failed read so the
+meter still bills it.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import openai
-from browser_use.llm.base import BaseChatModel
 from browser_use.llm.exceptions import ModelProviderError
 from browser_use.llm.views import ChatInvokeCompletion, ChatInvokeUsage
 from pydantic import BaseModel
 
+from openbrowse.llm.chat_model import ChatModel
 from openbrowse.llm.metering import attach_usage
-from openbrowse.llm.openai_common import map_sdk_error
+from openbrowse.llm.openai_common import make_client, map_sdk_error
+from openbrowse.llm.params import (
+    OPENAI_DEFAULT_BASE_URL,
+    OPENAI_DEFAULT_OUTPUT_TOKENS,
+    OPENAI_TIMEOUT_S,
+    SDK_MAX_RETRIES,
+)
 from openbrowse.llm.parsing import UnusableOutputError
 
 if TYPE_CHECKING:
@@ -27,11 +36,49 @@ if TYPE_CHECKING:
 T = TypeVar("T", bound=BaseModel)
 
 
-class OpenAIProtocolModel(BaseChatModel):
+_REFUSAL_RETRIES = 2
+"""At most this many refused parameters are dropped per call (Chat Completions has two that can be)."""
+
+
+@dataclass
+class OpenAIProtocolModel(ChatModel):
+    """An OpenAI SDK call; a subclass fills in the body, the send, the droppable refusals and the reading."""
+
     model: str
+    api_key: str
+    base_url: str = OPENAI_DEFAULT_BASE_URL
+    reasoning_effort: str | None = None
+    max_output_tokens: int = OPENAI_DEFAULT_OUTPUT_TOKENS
+    timeout_s: float = OPENAI_TIMEOUT_S
+    max_retries: int = SDK_MAX_RETRIES
+
+    def request_body(self, messages: list[BaseMessage], output_format: type[BaseModel] | None) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def _post(self, client: openai.AsyncOpenAI, body: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def _drop_refused(self, body: dict[str, Any], exc: openai.BadRequestError) -> bool:
+        """Switch off a parameter the server refused; False if the 400 is about something else."""
+        raise NotImplementedError
+
+    async def _send(self, body: dict[str, Any]) -> Any:
+        client = make_client(
+            api_key=self.api_key, base_url=self.base_url, timeout_s=self.timeout_s, max_retries=self.max_retries
+        )
+        async with client:
+            return await self._post(client, body)
 
     async def _create(self, messages: list[BaseMessage], output_format: type[BaseModel] | None) -> Any:
-        raise NotImplementedError
+        for _ in range(_REFUSAL_RETRIES):
+            body = self.request_body(messages, output_format)
+            try:
+                return await self._send(body)
+            except openai.BadRequestError as exc:
+                if not self._drop_refused(body, exc):
+                    raise
+            # retried outside the ``except`` block so a failure of the retry is not chained to the 400
+        return await self._send(self.request_body(messages, output_format))
 
     def _usage(self, response: Any) -> ChatInvokeUsage | None:
         raise NotImplementedError
@@ -41,20 +88,10 @@ class OpenAIProtocolModel(BaseChatModel):
     ) -> ChatInvokeCompletion[T] | ChatInvokeCompletion[str]:
         raise NotImplementedError
 
-    @overload
-    async def ainvoke(
-        self, messages: list[BaseMessage], output_format: None = None, **kwargs: Any
-    ) -> ChatInvokeCompletion[str]: ...
-
-    @overload
-    async def ainvoke(
-        self, messages: list[BaseMessage], output_format: type[T], **kwargs: Any
-    ) -> ChatInvokeCompletion[T]: ...
-
-    async def ainvoke(
+    async def _complete(
         self,
         messages: list[BaseMessage],
-        output_format: type[T] | None = None,
+        output_format: type[T] | None,
         **kwargs: Any,  # noqa: ARG002 - browser-use passes session_id etc.; nothing to forward
     ) -> ChatInvokeCompletion[T] | ChatInvokeCompletion[str]:
         try:

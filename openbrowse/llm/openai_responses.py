@@ -30,15 +30,9 @@ from browser_use.llm.views import ChatInvokeCompletion, ChatInvokeUsage
 from pydantic import BaseModel
 
 from openbrowse.llm.openai_client import OpenAIProtocolModel
-from openbrowse.llm.openai_common import error_mentions, make_client, responses_usage
+from openbrowse.llm.openai_common import error_mentions, responses_usage
 from openbrowse.llm.openai_messages import to_responses_input
 from openbrowse.llm.openai_streams import streamed_response
-from openbrowse.llm.params import (
-    OPENAI_DEFAULT_BASE_URL,
-    OPENAI_DEFAULT_OUTPUT_TOKENS,
-    OPENAI_TIMEOUT_S,
-    SDK_MAX_RETRIES,
-)
 from openbrowse.llm.parsing import UnusableOutputError, parse_structured, schema_instruction
 from openbrowse.llm.streaming import current_listener
 
@@ -94,23 +88,12 @@ def read_reply(response: Any) -> ResponsesReply:
 class ResponsesChatModel(OpenAIProtocolModel):
     """Responses API client. ``reasoning_effort=None`` sends no ``reasoning`` parameter."""
 
-    model: str
-    api_key: str
-    base_url: str = OPENAI_DEFAULT_BASE_URL
-    reasoning_effort: str | None = None
-    max_output_tokens: int = OPENAI_DEFAULT_OUTPUT_TOKENS
-    timeout_s: float = OPENAI_TIMEOUT_S
-    max_retries: int = SDK_MAX_RETRIES
     reasoning_summaries: bool = True
     """Ask for reasoning summaries; switched off for good once the organisation rejects them."""
 
     @property
     def provider(self) -> str:
         return "openai"
-
-    @property
-    def name(self) -> str:
-        return self.model
 
     def _reasoning(self) -> dict[str, Any] | None:
         if self.reasoning_effort is None:
@@ -136,28 +119,19 @@ class ResponsesChatModel(OpenAIProtocolModel):
             body["reasoning"] = reasoning
         return body
 
-    async def _post(self, body: dict[str, Any]) -> Any:
-        client = make_client(
-            api_key=self.api_key, base_url=self.base_url, timeout_s=self.timeout_s, max_retries=self.max_retries
-        )
-        async with client:
-            listener = current_listener()
-            if listener is None:
-                return await client.responses.create(**body)
-            return await streamed_response(await client.responses.create(**body, stream=True), listener, self.model)
+    async def _post(self, client: openai.AsyncOpenAI, body: dict[str, Any]) -> Any:
+        listener = current_listener()
+        if listener is None:
+            return await client.responses.create(**body)
+        return await streamed_response(await client.responses.create(**body, stream=True), listener, self.model)
 
-    async def _create(self, messages: list[BaseMessage], output_format: type[BaseModel] | None) -> Any:
-        body = self.request_body(messages, output_format)
-        try:
-            return await self._post(body)
-        except openai.BadRequestError as exc:
-            summary_sent = "summary" in body.get("reasoning", {})
-            if not (summary_sent and error_mentions(exc, "summary", "summaries")):
-                raise
-            self.reasoning_summaries = False
-            logger.warning("%s: the organisation rejected reasoning summaries; continuing without them", self.model)
-        # retried outside the ``except`` block so a failure of the retry is not chained to the 400
-        return await self._post(self.request_body(messages, output_format))
+    def _drop_refused(self, body: dict[str, Any], exc: openai.BadRequestError) -> bool:
+        summary_sent = "summary" in body.get("reasoning", {})
+        if not (summary_sent and error_mentions(exc, "summary", "summaries")):
+            return False
+        self.reasoning_summaries = False
+        logger.warning("%s: the organisation rejected reasoning summaries; continuing without them", self.model)
+        return True
 
     def _usage(self, response: Any) -> ChatInvokeUsage | None:
         return responses_usage(getattr(response, "usage", None))
