@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from browser_use.agent.views import ActionResult
 
-from openbrowse.agent.delivery import save
+from openbrowse.agent.files.delivery import save
 from openbrowse.upstream.registered_actions import registered_actions, wrap_action
 
 if TYPE_CHECKING:

@@ -21,7 +21,7 @@ from browser_use import BrowserSession
 from browser_use.browser.views import BrowserStateSummary
 from browser_use.dom.views import SerializedDOMState
 
-from openbrowse.agent.steps import CATEGORIES
+from openbrowse.agent.turns.steps import CATEGORIES
 from openbrowse.upstream.state_fetch import override_state_fetch, restore_state_fetch
 
 logger = logging.getLogger(__name__)

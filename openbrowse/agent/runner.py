@@ -18,27 +18,27 @@ from browser_use import Agent, BrowserSession, Tools
 from browser_use.llm.base import BaseChatModel
 
 from openbrowse.agent import census
-from openbrowse.agent.budget import TurnSpend, over_budget
-from openbrowse.agent.capsolver import CapSolverSettings
-from openbrowse.agent.chat import AgentCallLog, AgentChatModel
-from openbrowse.agent.code_stream import CodeStreamer
-from openbrowse.agent.file_sweep import FileSweep
+from openbrowse.agent.captcha.capsolver import CapSolverSettings
+from openbrowse.agent.code.stream import CodeStreamer
+from openbrowse.agent.files.sweep import FileSweep
+from openbrowse.agent.files.temp_dir import temp_dir_inside
 from openbrowse.agent.lean_state import LeanState
-from openbrowse.agent.pause import PauseSwitch
 from openbrowse.agent.prompts import MAX_ACTIONS_PER_STEP, system_prompt
-from openbrowse.agent.review_loop import ReviewLoop
-from openbrowse.agent.run_feed import RunFeed
+from openbrowse.agent.replies.chat import AgentCallLog, AgentChatModel
+from openbrowse.agent.review.loop import ReviewLoop
 from openbrowse.agent.secret_typing import confine_secrets
-from openbrowse.agent.steps import failed_step_entry, step_entry
-from openbrowse.agent.structured import StructuredOutput
-from openbrowse.agent.temp_dir import temp_dir_inside
-from openbrowse.agent.timeouts import TIMEOUTS
+from openbrowse.agent.structured.output import StructuredOutput
 from openbrowse.agent.tools import ToolContext, register_tools
 from openbrowse.agent.tools.captcha_solver import CaptchaSolver
 from openbrowse.agent.tools.clipboard import Clipboard, capture_start_url
 from openbrowse.agent.tools.pacing import active_run
-from openbrowse.agent.turn_end import TurnEnd
-from openbrowse.agent.turn_history import TurnHistory
+from openbrowse.agent.turns.budget import TurnSpend, over_budget
+from openbrowse.agent.turns.end import TurnEnd
+from openbrowse.agent.turns.feed import RunFeed
+from openbrowse.agent.turns.history import TurnHistory
+from openbrowse.agent.turns.pause import PauseSwitch
+from openbrowse.agent.turns.steps import failed_step_entry, step_entry
+from openbrowse.agent.turns.timeouts import TIMEOUTS
 from openbrowse.domain.activity import NO_ACTIVITY, ActivityKind, ActivityReporter
 from openbrowse.domain.browser_folders import BrowserFolders
 from openbrowse.domain.failures import FailureKind
@@ -205,7 +205,7 @@ class AgentRunner:
 
     # -- pause and resume (spec §21.5) ---------------------------------------------------------------------------
     def pause(self) -> None:
-        """Ask the agent to stop at the next safe point (see :mod:`openbrowse.agent.pause`); returns at once."""
+        """Ask the agent to stop at the next safe point (see :mod:`openbrowse.agent.turns.pause`); returns at once."""
         self._pause.request()
         if self._agent is not None:
             self._agent.pause()

@@ -1,6 +1,6 @@
 """Request-time check of an ``outputSchema``: refuse an invalid JSON Schema before a run is paid for.
 
-The run validates answers with ``Draft202012Validator`` (``agent/outcome.py``), so the schema is checked
+The run validates answers with ``Draft202012Validator`` (``agent/turns/outcome.py``), so the schema is checked
 against the 2020-12 metaschema, formats included (an invalid ``pattern`` regex is refused), and every
 ``$ref``/``$dynamicRef`` must point inside the schema itself and resolve there. Nothing is ever fetched: a
 remote reference is refused without a network call. A *valid* schema that the answer store cannot convert

@@ -3,10 +3,10 @@
 =====================  ==================================================================================
 model                  client
 =====================  ==================================================================================
-``claude-*``           :class:`~openbrowse.llm.anthropic.AnthropicChatModel` (the Messages API over httpx,
+``claude-*``           :class:`~openbrowse.llm.anthropic.model.AnthropicChatModel` (the Messages API over httpx,
                        no SDK) on ``ANTHROPIC_BASE_URL``; ``[1m]`` adds the 1M-context beta header
-``gpt-*``              :class:`~openbrowse.llm.openai_responses.ResponsesChatModel` on ``OPENAI_BASE_URL``,
-                       or :class:`~openbrowse.llm.openai_chat.ChatCompletionsModel` when the API style is
+``gpt-*``              :class:`~openbrowse.llm.openai.responses.ResponsesChatModel` on ``OPENAI_BASE_URL``,
+                       or :class:`~openbrowse.llm.openai.chat.ChatCompletionsModel` when the API style is
                        ``chat``
 ``openai/<id>``        the same two, by ``Settings.openai_api_style`` (``chat`` by default when
                        ``OPENAI_BASE_URL`` is set); no key needed against a custom base URL
@@ -40,18 +40,18 @@ if TYPE_CHECKING:
     from browser_use.llm.base import BaseChatModel
 
     from openbrowse.config import Settings
-    from openbrowse.llm.anthropic import AnthropicChatModel
-    from openbrowse.llm.openai_chat import ChatCompletionsModel
-    from openbrowse.llm.openai_responses import ResponsesChatModel
+    from openbrowse.llm.anthropic.model import AnthropicChatModel
+    from openbrowse.llm.openai.chat import ChatCompletionsModel
+    from openbrowse.llm.openai.responses import ResponsesChatModel
 
 
 def provider_modules(settings: Settings) -> tuple[str, ...]:
     """Our adapters (and so the SDKs) of the providers this server can use: those with a key or a base URL."""
     modules: list[str] = []
     if settings.ANTHROPIC_API_KEY:
-        modules.append("openbrowse.llm.anthropic")
+        modules.append("openbrowse.llm.anthropic.model")
     if settings.OPENAI_API_KEY or settings.OPENAI_BASE_URL:
-        modules += ["openbrowse.llm.openai_chat", "openbrowse.llm.openai_responses"]
+        modules += ["openbrowse.llm.openai.chat", "openbrowse.llm.openai.responses"]
     return tuple(modules)
 
 
@@ -79,7 +79,7 @@ def build_chat_model(
 def _build_anthropic(
     resolved: ResolvedModel, effort: str, settings: Settings, max_tokens: int | None
 ) -> AnthropicChatModel:
-    from openbrowse.llm.anthropic import AnthropicChatModel
+    from openbrowse.llm.anthropic.model import AnthropicChatModel
 
     params = anthropic_params(
         resolved.spec, effort, max_tokens=max_tokens, one_million_context=resolved.one_million_context
@@ -100,8 +100,8 @@ def _build_anthropic(
 def _build_openai(
     resolved: ResolvedModel, effort: str, settings: Settings, max_tokens: int | None
 ) -> ResponsesChatModel | ChatCompletionsModel:
-    from openbrowse.llm.openai_chat import ChatCompletionsModel
-    from openbrowse.llm.openai_responses import ResponsesChatModel
+    from openbrowse.llm.openai.chat import ChatCompletionsModel
+    from openbrowse.llm.openai.responses import ResponsesChatModel
 
     params = openai_params(resolved.spec, effort, max_tokens=max_tokens)
     api_key = settings.OPENAI_API_KEY or COMPAT_PLACEHOLDER_KEY

@@ -39,13 +39,13 @@ from pydantic import ValidationError
 
 from openbrowse.domain.failures import Failure, FailureKind
 from openbrowse.llm.params import TRANSPORT_ERROR_STATUS
-from openbrowse.llm.parsing import UnusableOutputError
 from openbrowse.llm.provider_errors import (
     ProviderConnectionError,
     ProviderRateLimitError,
     ProviderStatusError,
     ProviderTimeoutError,
 )
+from openbrowse.llm.replies.parsing import UnusableOutputError
 
 _PROVIDER_KINDS = frozenset(
     {

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 
 from browser_use import BrowserSession
 
-from openbrowse.agent.capsolver import CapSolverSettings
+from openbrowse.agent.captcha.capsolver import CapSolverSettings
+from openbrowse.agent.files.temp_dir import temp_dir_inside
 from openbrowse.agent.preflight import follow_up_prompt, goal_sentence
-from openbrowse.agent.replay import replay_preamble
 from openbrowse.agent.runner import AgentRunner, RunSpec
-from openbrowse.agent.temp_dir import temp_dir_inside
 from openbrowse.agent.tools.clipboard import start_url_of
+from openbrowse.agent.turns.replay import replay_preamble
 from openbrowse.config import Settings
 from openbrowse.domain.activity import NO_ACTIVITY, ActivityKind, ActivityReporter
 from openbrowse.domain.browser_folders import BrowserFolders
@@ -33,9 +33,9 @@ from openbrowse.domain.runs import NOTHING_KEPT, Salvage, TurnOutcome
 from openbrowse.domain.sessions import SessionRecord
 from openbrowse.errors import ProcessDied
 from openbrowse.llm.catalog import preflight_effort, resolve_model
-from openbrowse.llm.costs import CallUsage, CostLedger
 from openbrowse.llm.factory import build_chat_model
-from openbrowse.llm.metering import MeteredChatModel
+from openbrowse.llm.usage.costs import CallUsage, CostLedger
+from openbrowse.llm.usage.metering import MeteredChatModel
 from openbrowse.network.policy import NetworkRules
 from openbrowse.profiles.sync import ProfileStore, ProfileSync
 from openbrowse.sessions.scripts import SessionScripts

@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 from typing import Protocol
 
-from openbrowse.agent.confined_files import FileRefused, move_files
+from openbrowse.agent.files.confined import FileRefused, move_files
 from openbrowse.domain.browser_folders import BrowserFolders
 from openbrowse.sessions.area_files import share_folder
 

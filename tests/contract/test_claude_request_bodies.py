@@ -1,6 +1,6 @@
 """Our Claude request bodies, built against browser-use's own: its serializer and the body its ``ChatAnthropic`` sends.
 
-We build Anthropic requests ourselves (``openbrowse/llm/anthropic_wire.py``, ``anthropic.py``) so the server never
+We build Anthropic requests ourselves (``openbrowse/llm/anthropic/wire.py``, ``anthropic.py``) so the server never
 imports the SDK, and promise the provider (and its prompt cache) the same JSON browser-use would have sent. This
 file holds that promise against the installed browser-use and SDK: the same browser-use message lists go through
 ``AnthropicMessageSerializer`` and through ``serialize_messages``; and whole calls go through ``ChatAnthropic`` (with
@@ -44,9 +44,9 @@ from browser_use.llm.messages import (
 )
 from pydantic import BaseModel
 
-from openbrowse.llm import anthropic_http
-from openbrowse.llm.anthropic import AnthropicChatModel
-from openbrowse.llm.anthropic_wire import serialize_messages
+from openbrowse.llm.anthropic import http as anthropic_http
+from openbrowse.llm.anthropic.model import AnthropicChatModel
+from openbrowse.llm.anthropic.wire import serialize_messages
 
 PNG = "data:image/png;base64,iVBORw0KGgo="
 

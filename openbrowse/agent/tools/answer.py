@@ -1,6 +1,6 @@
 """The store actions (spec §13.3) and the gated ``done`` (spec §13.5), registered on browser-use's ``Tools``.
 
-Each action is a thin shell over :class:`~openbrowse.agent.answer_store.AnswerStore`: a refusal becomes the
+Each action is a thin shell over :class:`~openbrowse.agent.structured.answer_store.AnswerStore`: a refusal becomes the
 action's error, a success its content (ending with the coverage line).
 """
 
@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 from browser_use.agent.views import ActionResult
 from pydantic import BaseModel, Field
 
-from openbrowse.agent.answer_store import AnswerStore, StoreError
-from openbrowse.agent.completeness import Gate, bounce_message, gate_text, review_block
-from openbrowse.llm.parsing import first_json_value
+from openbrowse.agent.structured.answer_store import AnswerStore, StoreError
+from openbrowse.agent.structured.completeness import Gate, bounce_message, gate_text, review_block
+from openbrowse.llm.replies.parsing import first_json_value
 from openbrowse.upstream.registered_actions import ActionFunction, register_action, wrap_action
 
 if TYPE_CHECKING:

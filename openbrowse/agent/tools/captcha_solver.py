@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from decimal import Decimal
 
-from openbrowse.agent.capsolver import CapSolverSettings, SolveResult
+from openbrowse.agent.captcha.capsolver import CapSolverSettings, SolveResult
 from openbrowse.domain.money import format_usd
 from openbrowse.shielding import run_shielded
 

@@ -17,8 +17,8 @@ from openbrowse.domain.scripts import ScriptRunner
 from openbrowse.network.policy import NetworkRules
 
 if TYPE_CHECKING:
-    from openbrowse.agent.answer_store import AnswerStore
-    from openbrowse.agent.code_stream import CodeStreamer
+    from openbrowse.agent.code.stream import CodeStreamer
+    from openbrowse.agent.structured.answer_store import AnswerStore
 
 if TYPE_CHECKING:
     from openbrowse.agent.tools.captcha_solver import CaptchaSolver

@@ -1,5 +1,6 @@
-"""``rows_draft.json`` (spec §11.2): read_pages' cumulative draft rows, derived by :mod:`openbrowse.agent.draft_rows`
-from every page read this session and checked by the store's own validation."""
+"""``rows_draft.json`` (spec §11.2): read_pages' cumulative draft rows, derived by
+:mod:`openbrowse.agent.structured.draft_rows` from every page read
+this session and checked by the store's own validation."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from browser_use.filesystem.file_system import FileSystem
 
-from openbrowse.agent.delivery import save
-from openbrowse.agent.draft_rows import draft_rows
+from openbrowse.agent.files.delivery import save
+from openbrowse.agent.structured.draft_rows import draft_rows
 
 if TYPE_CHECKING:
     from openbrowse.agent.tools.context import ToolContext

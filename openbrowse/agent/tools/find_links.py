@@ -18,9 +18,9 @@ from browser_use.agent.views import ActionResult
 from browser_use.filesystem.file_system import FileSystem
 from pydantic import BaseModel, Field
 
-from openbrowse.agent.browser_pages import FrameRef, PageScriptError, evaluate, evaluate_in_frame, frames_of
-from openbrowse.agent.delivery import envelope, save
-from openbrowse.agent.page_scripts import SCROLL_UNTIL_STABLE, collect_links
+from openbrowse.agent.files.delivery import envelope, save
+from openbrowse.agent.pages.cdp import FrameRef, PageScriptError, evaluate, evaluate_in_frame, frames_of
+from openbrowse.agent.pages.scripts import SCROLL_UNTIL_STABLE, collect_links
 from openbrowse.domain.feed import EventCategory
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from browser_use.agent.views import ActionResult
 from browser_use.filesystem.file_system import FileSystem
 from pydantic import BaseModel, Field
 
-from openbrowse.agent.delivery import envelope, safe_name, save
+from openbrowse.agent.files.delivery import envelope, safe_name, save
 from openbrowse.agent.safe_fetch import FETCH_TIMEOUT, FetchedResponse, FetchFailed, fetch
 from openbrowse.network.policy import NetworkRefused
 

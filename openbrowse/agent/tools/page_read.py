@@ -16,7 +16,7 @@ from typing import Any
 
 from browser_use import BrowserSession
 
-from openbrowse.agent.browser_pages import (
+from openbrowse.agent.pages.cdp import (
     MIN_RENDER_CHARS,
     RENDER_TIMEOUT,
     FrameRef,
@@ -26,7 +26,7 @@ from openbrowse.agent.browser_pages import (
     focus_tab,
     frames_of,
 )
-from openbrowse.agent.page_scripts import TIMER_FALLBACK_MS, read_when_ready
+from openbrowse.agent.pages.scripts import TIMER_FALLBACK_MS, read_when_ready
 from openbrowse.scripthost.page_js import READ_PAGE
 
 PANEL_ATTACH_TIMEOUT = 10.0

@@ -18,13 +18,13 @@ from browser_use.agent.views import ActionResult
 from browser_use.filesystem.file_system import FileSystem
 from pydantic import BaseModel, Field
 
-from openbrowse.agent.browser_pages import close_tab, focus_tab, open_tab
-from openbrowse.agent.delivery import envelope, save
-from openbrowse.agent.timeouts import TIMEOUTS
+from openbrowse.agent.files.delivery import envelope, save
+from openbrowse.agent.pages.cdp import close_tab, focus_tab, open_tab
 from openbrowse.agent.tools.draft_file import draft_note, save_drafts
 from openbrowse.agent.tools.pacing import tab_spacing
 from openbrowse.agent.tools.page_read import read_early, read_one
 from openbrowse.agent.tools.wave_tabs import WaveTabs
+from openbrowse.agent.turns.timeouts import TIMEOUTS
 from openbrowse.domain.feed import EventCategory
 from openbrowse.shielding import run_shielded
 

@@ -1,7 +1,7 @@
 """``run_code_file(name, code?, url?)`` (spec §11.3): save ``scripts/<name>.py`` and run it in the session's
 script host, a process inside the slot's sandbox that keeps the namespace across calls (top-level ``await``,
 captured ``print``, 300 s limit); omitted code re-runs the saved script; ``url`` navigates first. The server
-never executes the script: it only serves the helper calls the host makes (``agent/script_calls.py``). The
+never executes the script: it only serves the helper calls the host makes (``agent/code/script_calls.py``). The
 reply carries up to 2000 characters of output and the files the script saved.
 """
 
@@ -14,9 +14,9 @@ from browser_use import BrowserSession
 from browser_use.agent.views import ActionResult
 from pydantic import BaseModel, Field
 
-from openbrowse.agent.delivery import safe_name
-from openbrowse.agent.script_calls import ScriptCalls
-from openbrowse.agent.timeouts import TIMEOUTS
+from openbrowse.agent.code.script_calls import ScriptCalls
+from openbrowse.agent.files.delivery import safe_name
+from openbrowse.agent.turns.timeouts import TIMEOUTS
 from openbrowse.domain.feed import EventCategory
 from openbrowse.domain.scripts import ScriptEnd, ScriptOutcome, ScriptRun
 

@@ -16,9 +16,8 @@ from browser_use import BrowserSession
 from browser_use.agent.views import ActionResult
 from pydantic import BaseModel, Field
 
-from openbrowse.agent.browser_pages import FrameRef, PageScriptError, evaluate, evaluate_in_frame, frames_of
-from openbrowse.agent.capsolver import CapSolverClient, task_for
-from openbrowse.agent.captcha_detect import (
+from openbrowse.agent.captcha.capsolver import CapSolverClient, task_for
+from openbrowse.agent.captcha.detect import (
     LABELS,
     NEVER_ATTEMPTED,
     PROBE,
@@ -27,7 +26,8 @@ from openbrowse.agent.captcha_detect import (
     choose,
     findings_of,
 )
-from openbrowse.agent.captcha_inject import image_grab, injection
+from openbrowse.agent.captcha.inject import image_grab, injection
+from openbrowse.agent.pages.cdp import FrameRef, PageScriptError, evaluate, evaluate_in_frame, frames_of
 from openbrowse.agent.tools.captcha_solver import CaptchaSolver
 from openbrowse.domain.feed import EventCategory
 from openbrowse.domain.money import format_usd

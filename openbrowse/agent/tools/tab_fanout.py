@@ -17,7 +17,7 @@ from browser_use.agent.views import ActionResult
 from browser_use.browser.events import SwitchTabEvent
 from pydantic import BaseModel, Field
 
-from openbrowse.agent.browser_pages import close_tab as close_target, open_tab, wait_rendered
+from openbrowse.agent.pages.cdp import close_tab as close_target, open_tab, wait_rendered
 
 if TYPE_CHECKING:
     from browser_use import Tools

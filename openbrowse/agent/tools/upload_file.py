@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from browser_use.agent.views import ActionResult
 
-from openbrowse.agent.confined_files import FileRefused, open_confined, stage_copy
+from openbrowse.agent.files.confined import FileRefused, open_confined, stage_copy
 from openbrowse.domain.browser_folders import BrowserFolders, real_path_inside
 from openbrowse.upstream.registered_actions import ActionFunction, wrap_action
 

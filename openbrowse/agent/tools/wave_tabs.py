@@ -14,7 +14,7 @@ import contextlib
 
 from browser_use import BrowserSession
 
-from openbrowse.agent.browser_pages import close_tab, focus_tab, navigate_tab, open_tab
+from openbrowse.agent.pages.cdp import close_tab, focus_tab, navigate_tab, open_tab
 
 
 class WaveTabs:

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from openbrowse.agent.capsolver import CapSolverClient, CapSolverSettings
+from openbrowse.agent.captcha.capsolver import CapSolverClient, CapSolverSettings
 from tests.fakes.capsolver import API_KEY, FakeCapSolver, Outcome
 
 TASK = {"type": "ReCaptchaV2TaskProxyLess", "websiteURL": "https://a.example/", "websiteKey": "k"}

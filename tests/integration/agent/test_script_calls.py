@@ -1,4 +1,4 @@
-"""A real script host served by the server's real handler (``agent/script_calls.py``): the session's file area,
+"""A real script host served by the server's real handler (``agent/code/script_calls.py``): the session's file area,
 its answer store and its clipboard, each reachable only through validated calls."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from openbrowse.agent.answer_store import AnswerStore
-from openbrowse.agent.evidence import EvidenceCorpus
-from openbrowse.agent.schema_model import convert
-from openbrowse.agent.script_calls import ScriptCalls
+from openbrowse.agent.code.script_calls import ScriptCalls
+from openbrowse.agent.structured.answer_store import AnswerStore
+from openbrowse.agent.structured.evidence import EvidenceCorpus
+from openbrowse.agent.structured.schema_model import convert
 from openbrowse.agent.tools.clipboard import Clipboard
 from openbrowse.agent.tools.context import ToolContext
 from openbrowse.domain.feed import FeedEntry

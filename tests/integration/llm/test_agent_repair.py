@@ -14,14 +14,14 @@ import pytest
 from browser_use.llm.base import BaseChatModel
 from browser_use.llm.exceptions import ModelOutputTruncatedError
 
-from openbrowse.agent.chat import AgentCallLog, AgentChatModel
+from openbrowse.agent.replies.chat import AgentCallLog, AgentChatModel
 from openbrowse.domain.failures import FailureKind
 from openbrowse.llm.catalog import resolve_model
-from openbrowse.llm.costs import CallUsage
 from openbrowse.llm.factory import build_chat_model
 from openbrowse.llm.failures import classify
-from openbrowse.llm.metering import MeteredChatModel
-from openbrowse.llm.parsing import UnusableOutputError
+from openbrowse.llm.replies.parsing import UnusableOutputError
+from openbrowse.llm.usage.costs import CallUsage
+from openbrowse.llm.usage.metering import MeteredChatModel
 from tests.fakes.llm_script import (
     Fault,
     action_as_json_string,

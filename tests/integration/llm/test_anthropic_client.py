@@ -11,12 +11,12 @@ import pytest
 from browser_use.llm.exceptions import ModelOutputTruncatedError
 
 from openbrowse.domain.failures import FailureKind
-from openbrowse.llm.anthropic import AnthropicChatModel
+from openbrowse.llm.anthropic.model import AnthropicChatModel
 from openbrowse.llm.catalog import resolve_model
-from openbrowse.llm.costs import CallUsage, CostLedger
 from openbrowse.llm.factory import build_chat_model
 from openbrowse.llm.failures import classify
-from openbrowse.llm.metering import MeteredChatModel
+from openbrowse.llm.usage.costs import CallUsage, CostLedger
+from openbrowse.llm.usage.metering import MeteredChatModel
 from tests.fakes.llm_server import FakeProvider, Fault, agent_step, done, structured, text
 from tests.integration.llm.helpers import agent_output_type, fake_settings, messages, without_retries
 

@@ -12,13 +12,13 @@ from browser_use.llm.exceptions import ModelOutputTruncatedError
 
 from openbrowse.domain.failures import FailureKind
 from openbrowse.llm.catalog import resolve_model
-from openbrowse.llm.costs import CallUsage
 from openbrowse.llm.factory import build_chat_model
 from openbrowse.llm.failures import classify
 from openbrowse.llm.keys import COMPAT_PLACEHOLDER_KEY
-from openbrowse.llm.metering import MeteredChatModel
-from openbrowse.llm.openai_chat import ChatCompletionsModel
-from openbrowse.llm.openai_responses import ResponsesChatModel
+from openbrowse.llm.openai.chat import ChatCompletionsModel
+from openbrowse.llm.openai.responses import ResponsesChatModel
+from openbrowse.llm.usage.costs import CallUsage
+from openbrowse.llm.usage.metering import MeteredChatModel
 from tests.fakes.llm_server import FakeProvider, Fault, agent_step, done, structured, text
 from tests.integration.llm.helpers import agent_output_type, fake_settings, messages
 

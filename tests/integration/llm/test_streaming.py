@@ -16,15 +16,15 @@ from browser_use.agent.views import ActionResult, AgentOutput
 from browser_use.llm.base import BaseChatModel
 from browser_use.llm.exceptions import ModelProviderError
 
-from openbrowse.agent.code_decoder import CodeDecoder
+from openbrowse.agent.code.decoder import CodeDecoder
 from openbrowse.agent.tools.run_code import RunCodeParams
 from openbrowse.domain.failures import FailureKind
 from openbrowse.llm.catalog import resolve_model
-from openbrowse.llm.costs import CallUsage
 from openbrowse.llm.factory import build_chat_model
 from openbrowse.llm.failures import classify
-from openbrowse.llm.metering import MeteredChatModel
-from openbrowse.llm.streaming import listening
+from openbrowse.llm.replies.streaming import listening
+from openbrowse.llm.usage.costs import CallUsage
+from openbrowse.llm.usage.metering import MeteredChatModel
 from tests.fakes.llm_script import MalformedMode, run_code, streamed
 from tests.fakes.llm_server import FakeProvider, Fault, structured
 from tests.integration.llm.helpers import fake_settings, messages, without_retries

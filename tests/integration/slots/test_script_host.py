@@ -1,6 +1,6 @@
 """The script host as a real process (identity wrapper): namespace, limits, kills, the channel's validation.
 
-The handler here is a fake at the wire (the server's real one, ``agent/script_calls.py``, has its own tests);
+The handler here is a fake at the wire (the server's real one, ``agent/code/script_calls.py``, has its own tests);
 everything else is real: the child ``python -I -m openbrowse.scripthost``, its Unix socket and its process group.
 """
 

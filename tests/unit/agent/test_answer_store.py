@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from openbrowse.agent.answer_store import AnswerStore, StoreError
-from openbrowse.agent.completeness import Gate, deficiencies
-from openbrowse.agent.evidence import EvidenceCorpus
-from openbrowse.agent.schema_model import convert
+from openbrowse.agent.structured.answer_store import AnswerStore, StoreError
+from openbrowse.agent.structured.completeness import Gate, deficiencies
+from openbrowse.agent.structured.evidence import EvidenceCorpus
+from openbrowse.agent.structured.schema_model import convert
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

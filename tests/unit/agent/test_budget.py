@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from decimal import Decimal as D
 
-from openbrowse.agent.budget import TurnSpend, over_budget
+from openbrowse.agent.turns.budget import TurnSpend, over_budget
 
 
 def test_no_ceiling_never_stops() -> None:

@@ -6,9 +6,9 @@ from decimal import Decimal
 
 import pytest
 
-from openbrowse.agent.capsolver import CapSolverSettings, SolveResult, cost_of, task_for
-from openbrowse.agent.captcha_detect import CaptchaKind, Finding, choose, findings_of, from_resource_url
-from openbrowse.agent.captcha_inject import injection
+from openbrowse.agent.captcha.capsolver import CapSolverSettings, SolveResult, cost_of, task_for
+from openbrowse.agent.captcha.detect import CaptchaKind, Finding, choose, findings_of, from_resource_url
+from openbrowse.agent.captcha.inject import injection
 from openbrowse.agent.tools.captcha_solver import CaptchaSolver
 
 PAGE = "https://shop.example/login"

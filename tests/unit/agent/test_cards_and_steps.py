@@ -6,8 +6,8 @@ import pytest
 from browser_use.agent.views import ActionResult, AgentOutput
 from browser_use.tools.service import Tools
 
-from openbrowse.agent.cards import CARD_FIELDS, with_cards
-from openbrowse.agent.steps import category_of, first_sentence, step_entry
+from openbrowse.agent.replies.cards import CARD_FIELDS, with_cards
+from openbrowse.agent.turns.steps import category_of, first_sentence, step_entry
 from openbrowse.domain.feed import MessageType
 
 

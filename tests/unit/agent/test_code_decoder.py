@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 import pytest
 
-from openbrowse.agent.code_decoder import CodeDecoder
+from openbrowse.agent.code.decoder import CodeDecoder
 
 CODE = (
     "import json\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from openbrowse.agent.code_stream import PUSH_INTERVAL, CodeStreamer, runs_code, script_file
+from openbrowse.agent.code.stream import PUSH_INTERVAL, CodeStreamer, runs_code, script_file
 from openbrowse.domain.activity import ActivityKind, CodeStatus
 
 CODE = "".join(f"print({n})\n" for n in range(40))

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from browser_use.filesystem.file_system import FileSystem
 
-from openbrowse.agent.confined_files import FileRefused, move_files, open_confined
+from openbrowse.agent.files.confined import FileRefused, move_files, open_confined
 from openbrowse.agent.tools.external_read import _private_copy
 from openbrowse.agent.tools.upload_file import stage_upload
 from openbrowse.domain.browser_folders import BrowserFolders

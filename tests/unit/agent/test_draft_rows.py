@@ -7,10 +7,10 @@ from typing import Any
 
 from hypothesis import given, settings, strategies as st
 
-from openbrowse.agent.answer_store import AnswerStore
-from openbrowse.agent.draft_rows import clean_text, draft_rows, flatten, labelled_specs, match, words
-from openbrowse.agent.evidence import EvidenceCorpus
-from openbrowse.agent.schema_model import Node, convert, errors, own_url_field
+from openbrowse.agent.structured.answer_store import AnswerStore
+from openbrowse.agent.structured.draft_rows import clean_text, draft_rows, flatten, labelled_specs, match, words
+from openbrowse.agent.structured.evidence import EvidenceCorpus
+from openbrowse.agent.structured.schema_model import Node, convert, errors, own_url_field
 
 JOB = {
     "type": "object",

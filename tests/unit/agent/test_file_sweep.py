@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from openbrowse.agent.file_sweep import FileSweep
+from openbrowse.agent.files.sweep import FileSweep
 from openbrowse.domain.redaction import Redactor
 
 SECRET = "hunter2-very-secret"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from browser_use.agent.views import ActionResult
 
-from openbrowse.agent.delivery import INLINE_LIMIT, envelope, safe_name
+from openbrowse.agent.files.delivery import INLINE_LIMIT, envelope, safe_name
 from openbrowse.agent.guard import CAP_CHARS, Guard, preview
 
 

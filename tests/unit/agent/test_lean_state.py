@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from openbrowse.agent.lean_state import LEAN_ACTIONS, LeanState
-from openbrowse.agent.steps import CATEGORIES
+from openbrowse.agent.turns.steps import CATEGORIES
 
 
 @pytest.mark.parametrize(

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from openbrowse.agent.outcome import completed, not_completed, parse_structured
 from openbrowse.agent.preflight import first_sentence
+from openbrowse.agent.turns.outcome import completed, not_completed, parse_structured
 from openbrowse.domain.failures import FailureKind
-from openbrowse.llm.parsing import first_json_value
+from openbrowse.llm.replies.parsing import first_json_value
 
 SCHEMA = {"type": "object", "properties": {"price": {"type": "string"}}, "required": ["price"]}
 

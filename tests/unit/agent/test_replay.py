@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from openbrowse.agent.replay import PREAMBLE, replay_preamble
+from openbrowse.agent.turns.replay import PREAMBLE, replay_preamble
 from openbrowse.domain.feed import Message
 from openbrowse.domain.ids import MessageId, SessionId
 

@@ -13,9 +13,9 @@ from browser_use import Tools
 from browser_use.agent.views import AgentOutput
 from pydantic import BaseModel, create_model
 
-from openbrowse.agent.cards import with_cards
-from openbrowse.agent.repair import cards_blank, correction, diagnose
-from openbrowse.agent.reply_shapes import action_params, coerce_reply, watch_replies
+from openbrowse.agent.replies.cards import with_cards
+from openbrowse.agent.replies.repair import cards_blank, correction, diagnose
+from openbrowse.agent.replies.shapes import action_params, coerce_reply, watch_replies
 
 NAV = [{"navigate": {"url": "https://example.com/", "new_tab": False}}]
 STEP: dict[str, Any] = {"memory": "m", "next_goal": "open it", "what_i_see": "a page", "action": NAV}

@@ -7,7 +7,7 @@ from typing import Any
 from browser_use.llm.base import BaseChatModel
 from browser_use.llm.views import ChatInvokeCompletion
 
-from openbrowse.agent.reviewer import (
+from openbrowse.agent.review.reviewer import (
     JudgeVerdict,
     ReviewContext,
     Reviewer,

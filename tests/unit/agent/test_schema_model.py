@@ -6,7 +6,14 @@ from typing import Any
 
 import pytest
 
-from openbrowse.agent.schema_model import SchemaUnsupported, coerce, convert, errors, guard_of, strip_to_schema
+from openbrowse.agent.structured.schema_model import (
+    SchemaUnsupported,
+    coerce,
+    convert,
+    errors,
+    guard_of,
+    strip_to_schema,
+)
 
 JOBS: dict[str, Any] = {
     "type": "object",

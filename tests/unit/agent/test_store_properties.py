@@ -8,9 +8,9 @@ from typing import Any
 import jsonschema
 from hypothesis import given, settings, strategies as st
 
-from openbrowse.agent.answer_store import AnswerStore, StoreError
-from openbrowse.agent.evidence import EvidenceCorpus
-from openbrowse.agent.schema_model import convert
+from openbrowse.agent.structured.answer_store import AnswerStore, StoreError
+from openbrowse.agent.structured.evidence import EvidenceCorpus
+from openbrowse.agent.structured.schema_model import convert
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

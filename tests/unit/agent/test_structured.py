@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from openbrowse.agent.completeness import deficiencies
-from openbrowse.agent.structured import AGENT_DATA, StructuredOutput
+from openbrowse.agent.structured.completeness import deficiencies
+from openbrowse.agent.structured.output import AGENT_DATA, StructuredOutput
 
 PRODUCTS: dict[str, Any] = {
     "type": "object",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from openbrowse.llm.action_leaks import find_action_leak
+from openbrowse.llm.replies.action_leaks import find_action_leak
 
 CLICK = [{"click": {"index": 12}}]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from openbrowse.llm.anthropic_repair import merge_tool_calls, recover_leaked_action, repair_content
+from openbrowse.llm.anthropic.repair import merge_tool_calls, recover_leaked_action, repair_content
 
 CLICK = [{"click": {"index": 12}}]
 

@@ -8,10 +8,10 @@ from typing import Any
 import httpx
 import pytest
 
-from openbrowse.llm.anthropic_http import retry_delay, should_retry, status_error
-from openbrowse.llm.anthropic_stream import read_message
-from openbrowse.llm.parsing import UnusableOutputError
+from openbrowse.llm.anthropic.http import retry_delay, should_retry, status_error
+from openbrowse.llm.anthropic.stream import read_message
 from openbrowse.llm.provider_errors import ProviderRateLimitError, ProviderStatusError
+from openbrowse.llm.replies.parsing import UnusableOutputError
 
 
 def sse(*events: tuple[str, Any]) -> httpx.Response:

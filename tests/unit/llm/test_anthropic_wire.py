@@ -14,7 +14,7 @@ from browser_use.llm.messages import (
 )
 from pydantic import BaseModel
 
-from openbrowse.llm.anthropic_wire import EPHEMERAL, reply_usage, serialize_messages, structured_tool
+from openbrowse.llm.anthropic.wire import EPHEMERAL, reply_usage, serialize_messages, structured_tool
 
 
 def test_system_goes_apart_and_only_the_last_cached_message_keeps_its_mark() -> None:

@@ -10,12 +10,12 @@ from browser_use.llm.messages import BaseMessage, UserMessage
 from browser_use.llm.views import ChatInvokeCompletion
 from pydantic import BaseModel
 
-from openbrowse.llm.anthropic import AnthropicChatModel
+from openbrowse.llm.anthropic.model import AnthropicChatModel
 from openbrowse.llm.catalog import MODELS
 from openbrowse.llm.chat_model import ChatModel, ChatModelWrapper
-from openbrowse.llm.metering import MeteredChatModel
-from openbrowse.llm.openai_chat import ChatCompletionsModel
-from openbrowse.llm.openai_responses import ResponsesChatModel
+from openbrowse.llm.openai.chat import ChatCompletionsModel
+from openbrowse.llm.openai.responses import ResponsesChatModel
+from openbrowse.llm.usage.metering import MeteredChatModel
 
 T = TypeVar("T", bound=BaseModel)
 

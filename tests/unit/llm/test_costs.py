@@ -8,10 +8,10 @@ from decimal import Decimal
 import pytest
 from browser_use.llm.views import ChatInvokeUsage
 
-from openbrowse.llm.anthropic_wire import reply_usage
+from openbrowse.llm.anthropic.wire import reply_usage
 from openbrowse.llm.catalog import MODELS, ModelSpec, resolve_model
-from openbrowse.llm.costs import CallUsage, CostLedger, breakdown, call_usage, cost_of
-from openbrowse.llm.openai_common import chat_usage, responses_usage
+from openbrowse.llm.openai.common import chat_usage, responses_usage
+from openbrowse.llm.usage.costs import CallUsage, CostLedger, breakdown, call_usage, cost_of
 
 
 def usage(
@@ -137,7 +137,7 @@ def test_anthropic_models_have_no_long_context_switch() -> None:
 
 def test_compat_and_unknown_models_cost_zero_with_one_warning(caplog: pytest.LogCaptureFixture) -> None:
     compat = resolve_model("openai/qwen3-local-test").spec
-    with caplog.at_level(logging.WARNING, logger="openbrowse.llm.costs"):
+    with caplog.at_level(logging.WARNING, logger="openbrowse.llm.usage.costs"):
         assert cost_of(compat, usage(1000, 1000)) == 0
         assert cost_of(compat, usage(1000, 1000)) == 0
     assert len([r for r in caplog.records if "qwen3-local-test" in r.getMessage()]) == 1

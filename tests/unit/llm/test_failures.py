@@ -14,15 +14,15 @@ from browser_use.llm.exceptions import ModelOutputTruncatedError, ModelProviderE
 from pydantic import BaseModel, ValidationError
 
 from openbrowse.domain.failures import FailureKind
-from openbrowse.llm.anthropic_http import status_error
+from openbrowse.llm.anthropic.http import status_error
 from openbrowse.llm.failures import classify, is_provider_failure
-from openbrowse.llm.parsing import UnusableOutputError
 from openbrowse.llm.provider_errors import (
     ProviderConnectionError,
     ProviderRateLimitError,
     ProviderStatusError,
     ProviderTimeoutError,
 )
+from openbrowse.llm.replies.parsing import UnusableOutputError
 
 OPENAI_URL = "https://api.openai.com/v1/responses"
 

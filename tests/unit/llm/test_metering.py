@@ -13,8 +13,8 @@ from browser_use.llm.views import ChatInvokeCompletion, ChatInvokeUsage
 from pydantic import BaseModel
 
 from openbrowse.llm.catalog import MODELS
-from openbrowse.llm.costs import CallUsage, CostLedger
-from openbrowse.llm.metering import MeteredChatModel, attach_usage, attached_usage, sum_usage
+from openbrowse.llm.usage.costs import CallUsage, CostLedger
+from openbrowse.llm.usage.metering import MeteredChatModel, attach_usage, attached_usage, sum_usage
 
 T = TypeVar("T", bound=BaseModel)
 

@@ -11,12 +11,12 @@ from pydantic import BaseModel
 
 from openbrowse.config import Settings
 from openbrowse.errors import InvalidRequest
-from openbrowse.llm.anthropic import AnthropicChatModel
+from openbrowse.llm.anthropic.model import AnthropicChatModel
 from openbrowse.llm.catalog import MODELS, preflight_effort, resolve_model
 from openbrowse.llm.factory import build_chat_model
 from openbrowse.llm.keys import COMPAT_PLACEHOLDER_KEY, missing_provider_key
-from openbrowse.llm.openai_chat import ChatCompletionsModel
-from openbrowse.llm.openai_responses import ResponsesChatModel
+from openbrowse.llm.openai.chat import ChatCompletionsModel
+from openbrowse.llm.openai.responses import ResponsesChatModel
 from openbrowse.llm.params import anthropic_params, openai_params
 
 

@@ -16,8 +16,8 @@ from browser_use.llm.messages import (
 )
 from pydantic import BaseModel, ValidationError
 
-from openbrowse.llm.openai_messages import to_chat_messages, to_responses_input
-from openbrowse.llm.parsing import (
+from openbrowse.llm.openai.messages import to_chat_messages, to_responses_input
+from openbrowse.llm.replies.parsing import (
     UnusableOutputError,
     extract_json_object,
     first_balanced,
