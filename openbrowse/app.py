@@ -40,9 +40,9 @@ from openbrowse.sessions.browsers import BrowserService
 from openbrowse.sessions.control import ControlService
 from openbrowse.sessions.file_area import RETENTION_SWEEP_S, FileAreas
 from openbrowse.sessions.live import LiveTargets
-from openbrowse.sessions.maintenance import Maintenance
+from openbrowse.sessions.maintenance import Maintenance, MaintenanceDrain
 from openbrowse.sessions.manager import SessionManager
-from openbrowse.sessions.metrics import ServiceMetrics, StateSources
+from openbrowse.sessions.metrics import COUNTED_SESSION_FIELDS, ServiceMetrics, StateSources
 from openbrowse.sessions.policy import SessionPolicy
 from openbrowse.sessions.runtime import EngineLoader, WorkerRuntime
 from openbrowse.sessions.sweeper import Sweeper
@@ -53,7 +53,7 @@ from openbrowse.slots.pool import SlotPool
 from openbrowse.store.browsers import BrowserRepo
 from openbrowse.store.db import Database
 from openbrowse.store.feed import FeedRepo
-from openbrowse.store.outbox import WebhookOutbox
+from openbrowse.store.outbox import SESSION_EVENT_FIELDS, WebhookOutbox
 from openbrowse.store.profiles import ProfileRepo
 from openbrowse.store.sessions import SessionRepo
 
@@ -102,8 +102,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             feed_repo.listen(activity.touch)
             # webhooks (spec §22.4): written with the change they announce, sent by a worker that outlives the runs
             outbox = WebhookOutbox(db, settings.WEBHOOK_URL)
-            session_repo.on_change(outbox.session_changed)
-            session_repo.watch(service_metrics.session_changed)
+            # entered below, after the webhook worker (so closed before it); its figures are read at scrape time only
+            pool = SlotPool(settings, base_index=settings.SLOT_BASE_INDEX, spares=settings.PREWARM_SLOTS)
+            service_metrics = app.state.metrics = ServiceMetrics(  # GET /metrics (spec §19.3)
+                StateSources(session_repo.count_by_status, pool.stats, outbox.pending_count)
+            )
+            session_repo.on_change(outbox.session_changed, fields=SESSION_EVENT_FIELDS)
+            session_repo.watch(service_metrics.session_changed, fields=COUNTED_SESSION_FIELDS)
             webhooks = await stack.enter_async_context(
                 WebhookDelivery(
                     outbox, settings, NetworkRules.from_settings(settings), on_result=service_metrics.webhook_result
@@ -114,9 +119,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             browser_repo.on_end(outbox.browser_ended)
             browser_repo.watch_ends(service_metrics.browser_ended)
             browser_repo.watch_ends(lambda _browser: webhooks.wake())
-            pool = await stack.enter_async_context(
-                SlotPool(settings, base_index=settings.SLOT_BASE_INDEX, spares=settings.PREWARM_SLOTS)
-            )
+            await stack.enter_async_context(pool)
             # Only now does the pool's run lock say the data dir is ours: a second instance never empties it.
             stack.push_async_callback(asyncio.to_thread, empty_temp_dir, settings.data_dir)
             await asyncio.to_thread(empty_temp_dir, settings.data_dir)
@@ -134,12 +137,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 policy=SessionPolicy(
                     settings, lambda session_id: live_url_for(settings, view_tokens, session_id, fresh=True)
                 ),
+                takeovers=takeovers,  # a paused session opens a takeover link (spec §21.5)
+                queue_position=pool.queue_position,
             )
             admission = QueueAdmission(settings.MAX_QUEUED, pool)
             manager = SessionManager(settings, session_repo, feed_repo, ProfileRepo(db), runtime, admission=admission)
             app.state.manager = await stack.enter_async_context(manager)
             app.state.pool = pool
-            service_metrics.bind(StateSources(session_repo.count_by_status, pool.stats, outbox.pending_count))
             raw_browsers = BrowserService(
                 browser_repo,
                 profile_service,
@@ -156,16 +160,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.browser_tools = await stack.enter_async_context(
                 build_browser_tools(settings, pool.ledger, raw_browsers)
             )
-            maintenance.bind(manager, raw_browsers, activity.touch_all)
-            stack.push_async_callback(maintenance.aclose)  # a drain in progress ends before what it drains closes
+            # a drain in progress ends before what it drains closes
+            await stack.enter_async_context(MaintenanceDrain(maintenance, manager, raw_browsers, activity.touch_all))
             app.state.live_targets = LiveTargets(manager, raw_browsers)
             controls = ControlService(settings, manager, raw_browsers, feed_repo)
             app.state.controls = await stack.enter_async_context(controls)
             runtime.control = controls
             app.state.file_areas = file_areas = FileAreas(settings, manager, raw_browsers)  # spec §22.2, §22.3
             await stack.enter_async_context(Sweeper(file_areas.sweep_expired, interval=RETENTION_SWEEP_S))
-            runtime.takeovers = takeovers  # a paused session opens a takeover link (spec §21.5)
-            runtime.queue_position = pool.queue_position
             app.state.loopback_http = await stack.enter_async_context(
                 httpx.AsyncClient(timeout=LOOPBACK_TIMEOUT, trust_env=False)
             )
@@ -175,7 +177,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app = FastAPI(title="OpenBrowse", version=__version__, lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.settings = settings
-    service_metrics = app.state.metrics = ServiceMetrics()  # GET /metrics (spec §19.3)
     view_tokens = app.state.view_tokens = ViewTokens()  # the tokens in liveUrl (spec §21.4)
     app.state.authenticator = authenticator = Authenticator(settings, view_tokens=view_tokens)
     maintenance = app.state.maintenance = Maintenance(settings.SHUTDOWN_GRACE_S)  # SIGTERM drains (spec §21.6)

@@ -9,9 +9,10 @@ finished, however often it is cancelled meanwhile, and only then re-raises the c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 logger = logging.getLogger(__name__)
 
@@ -37,3 +38,12 @@ async def run_shielded(aw: Awaitable[T]) -> T:
             logger.error("Shielded teardown failed while cancelled", exc_info=task.exception())
         raise asyncio.CancelledError
     return task.result()
+
+
+async def discard_task(task: asyncio.Task[Any] | None) -> None:
+    """Cancel ``task`` (if any) and wait until it ended, whatever it raised: its result is no longer wanted."""
+    if task is None:
+        return
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task

@@ -1,8 +1,9 @@
-"""AgentRunner: browser-use's Agent driven turn by turn: step hooks and rows, goal reminders, cost cap, faults.
+"""AgentRunner: browser-use's Agent driven turn by turn: building it, step hooks, goal reminders, pause, cost cap.
 
 It receives everything by parameter (a connected BrowserSession, the chat models, a feed sink and a small
-callback object for persistence) and returns a TurnOutcome per turn, built by ``turn_end.py`` (the review of a
-done is ``review_loop.py``); it never touches SQL or subprocesses.
+callback object for persistence) and returns a TurnOutcome per turn, built by ``turns/end.py`` (the review of a
+done is ``review/loop.py``; each step's rows are ``turns/step_record.py``, the early stops ``turns/faults.py``);
+it never touches SQL or subprocesses.
 """
 
 from __future__ import annotations
@@ -34,22 +35,20 @@ from openbrowse.agent.tools.clipboard import Clipboard, capture_start_url
 from openbrowse.agent.tools.pacing import active_run
 from openbrowse.agent.turns.budget import TurnSpend, over_budget
 from openbrowse.agent.turns.end import TurnEnd
+from openbrowse.agent.turns.faults import BudgetExceeded, ProviderGaveUp, raise_if_provider_gave_up, root_cause
 from openbrowse.agent.turns.feed import RunFeed
 from openbrowse.agent.turns.history import TurnHistory
 from openbrowse.agent.turns.pause import PauseSwitch
-from openbrowse.agent.turns.steps import failed_step_entry, step_entry
+from openbrowse.agent.turns.step_record import StepRecorder
 from openbrowse.agent.turns.timeouts import TIMEOUTS
 from openbrowse.domain.activity import NO_ACTIVITY, ActivityKind, ActivityReporter
 from openbrowse.domain.browser_folders import BrowserFolders
-from openbrowse.domain.failures import FailureKind
-from openbrowse.domain.feed import EventCategory, FeedSink, MessageType
+from openbrowse.domain.feed import EventCategory, FeedSink
 from openbrowse.domain.ids import SessionId
-from openbrowse.domain.money import format_usd
 from openbrowse.domain.redaction import REDACTORS
 from openbrowse.domain.runs import Salvage, TurnOutcome
 from openbrowse.domain.scripts import ScriptRunner
 from openbrowse.domain.secrets import ScopedSecrets
-from openbrowse.llm.failures import classify, is_provider_failure
 from openbrowse.network.policy import NetworkRules
 from openbrowse.upstream.anthropic_import import without_anthropic_sdk
 from openbrowse.upstream.registered_actions import registered_actions
@@ -58,10 +57,6 @@ logger = logging.getLogger(__name__)
 
 STEPS_PER_TURN = 500
 START_URL_PROBE_TIMEOUT = 5.0
-PERSISTENT_PROVIDER_FAILURES = 2
-UNUSABLE_REPLIES = 1
-"""Steps abandoned with unusable replies before the turn ends; each step already made up to three calls."""
-NON_RETRYABLE_STATUSES = frozenset({400, 401, 403, 404, 422})
 CONTINUATION_NOTE = (
     "FOLLOW-UP: the browser is exactly as you left it. Look at where you already are before navigating, and "
     "resolve pronouns (it, that, them) from the conversation so far.\n\n"
@@ -106,26 +101,6 @@ class RunSpec:
         return self.captcha is not None
 
 
-class BudgetExceeded(Exception):
-    """The cost cap fired at the end of a step."""
-
-    def __init__(self, total: Decimal, ceiling: Decimal) -> None:
-        super().__init__(f"Cost ${format_usd(total)} exceeded budget ${format_usd(ceiling)}")
-        self.total = total
-        self.ceiling = ceiling
-
-
-class ProviderGaveUp(Exception):
-    """The model provider kept failing; the original error is the ``__cause__``."""
-
-
-def root_cause(exc: BaseException) -> BaseException:
-    """The provider error a ``ProviderGaveUp`` stands for; any other exception itself."""
-    if isinstance(exc, ProviderGaveUp) and exc.__cause__ is not None:
-        return exc.__cause__
-    return exc
-
-
 class AgentRunner:
     def __init__(
         self,
@@ -160,15 +135,13 @@ class AgentRunner:
         self._agent: Agent[Any, Any] | None = None
         self._history = TurnHistory()
         self._spend = TurnSpend(carried=Decimal(0))
-        self._turn_errors: list[str | None] = []
         self._lean = LeanState()
         self._structured = StructuredOutput(spec.output_schema, spec.files_dir)
         self._ending = TurnEnd(
             self._feed, self._structured, self._history, output_schema=spec.output_schema, judge_llm=judge_llm
         )
         self._review = ReviewLoop(judge_llm, self._feed, self._structured, self._history)
-        self._step_summaries: list[str] = []
-        self._step_version_at_start = 0
+        self._steps = StepRecorder(self._feed, self._history, self._structured, self._review, self._lean)
         self._steps_at_start = 0
         self._captcha = CaptchaSolver(spec.captcha, callbacks.captcha_spent) if spec.captcha is not None else None
         self._files = FileSweep(spec.files_dir)
@@ -229,9 +202,8 @@ class AgentRunner:
         await self._feed.event(EventCategory.GOAL, "goal", goal)
         text = self._task_text(task, goal, preamble)
         self._spend = TurnSpend(carried=self._callbacks.total_cost())
-        self._turn_errors = []
         self._lean.disarm()  # a new turn starts from the full state
-        self._step_summaries = []
+        self._steps.new_turn()
         self._structured.new_turn()
         self._review.new_turn()
         if self._captcha is not None:
@@ -255,7 +227,7 @@ class AgentRunner:
                         agent,
                         task=task,
                         goal=goal,
-                        step_summaries=self._step_summaries,
+                        step_summaries=self._steps.summaries,
                         before_round=self._check_budget,  # the judge's cost counts: no round past the cap
                         run_round=lambda: self._run_agent(agent, max_steps),
                     )
@@ -272,7 +244,7 @@ class AgentRunner:
         finally:
             self._activity.finish()
         return await self._ending.finished(
-            step_errors=self._turn_errors,
+            step_errors=self._steps.errors,
             out_of_steps=agent.state.n_steps > max_steps,
             last_error=self._log.last_error,
         )
@@ -341,7 +313,7 @@ class AgentRunner:
     async def _on_step_start(self, agent: Agent[Any, Any]) -> None:
         self._pause.step_started()
         self._steps_at_start = agent.state.n_steps
-        self._step_version_at_start = self._structured.version
+        self._steps.step_started()
         self._log.step = agent.state.n_steps
         self._activity.begin("Preparing next step", ActivityKind.PREPARING, step=agent.state.n_steps)
         await self._code.close()  # a tab left by an interrupted step never becomes the page a step looks at
@@ -364,13 +336,13 @@ class AgentRunner:
         if self._pause.requested and agent.state.n_steps == self._steps_at_start:
             self._log.take()  # a step a pause interrupted is taken again after the resume: nothing to record
             return
-        summary = await self._record_step(agent)
+        summary = await self._steps.record(agent, self._log.take())
         await self.sweep_files()
         await self._capture_start_url()
         await self._callbacks.step_finished(summary)
         self._spend.record_step(self._callbacks.total_cost())
         await self._check_budget()
-        self._raise_if_provider_gave_up()
+        raise_if_provider_gave_up(self._log)
 
     async def _check_budget(self) -> None:
         """Spec §16.2, against the ceiling read fresh from the row; also before a review round (§14)."""
@@ -379,64 +351,6 @@ class AgentRunner:
         if over_budget(total, ceiling, self._spend):
             assert ceiling is not None
             raise BudgetExceeded(total, ceiling)
-
-    async def _record_step(self, agent: Agent[Any, Any]) -> str:
-        calls = self._log.take()
-        for call in calls:
-            if call.thinking:
-                await self._feed.event(
-                    EventCategory.REASONING,
-                    "model_reasoning",
-                    f"Reasoned for {call.duration:.1f}s",
-                    reasoning=call.thinking[:6000],
-                    durationSeconds=round(call.duration, 1),
-                )
-        item = self._history.latest()
-        step = agent.state.n_steps - 1
-        if item is None or item.metadata is None or item.metadata.step_number != step:
-            error = next((str(call.error) for call in calls if call.error), "The step produced no result")
-            entry = failed_step_entry(step, sum(call.duration for call in calls), error)
-            self._turn_errors.append(error)
-        elif item.model_output is None:
-            error = next((r.error for r in item.result if r.error), None) or "The model returned no usable reply"
-            entry = failed_step_entry(step, item.metadata.duration_seconds, error)
-            self._turn_errors.append(error)
-        else:
-            entry = step_entry(
-                step=step, duration=item.metadata.duration_seconds, model_output=item.model_output, results=item.result
-            )
-            self._turn_errors.append(next((r.error for r in item.result if r.error), None))
-            await self._remember_events(item.model_output, len(item.result))
-            self._observe(item, entry.data)
-        self._step_summaries.append(entry.summary)
-        executed = (entry.data or {}).get("actions", []) if entry.type is not MessageType.BROWSER_ACTION_ERROR else []
-        self._lean.after_step(executed, item.state.url if item is not None else None)
-        await self._feed.append(entry)
-        return entry.summary
-
-    def _observe(self, item: Any, data: dict[str, Any] | None) -> None:
-        """Evidence from the step's reads; ``coverage`` when it wrote to the store (one version per write)."""
-        actions = (data or {}).get("actions") or []
-        self._structured.observe(actions, [r.extracted_content for r in item.result], getattr(item.state, "url", None))
-        if data is None:
-            return
-        if self._structured.version != self._step_version_at_start:
-            data["coverage"] = self._structured.coverage()
-        baseline = self._review.baseline
-        if baseline is not None and data.get("action") == "done":
-            changed = self._structured.answer_snapshot(self._history.last_done_text()) != baseline
-            data["reviewReply"] = "resubmitted" if changed else "replied"
-
-    async def _remember_events(self, model_output: Any, executed: int) -> None:
-        for action in (model_output.action or [])[:executed]:
-            params = action.model_dump(exclude_unset=True).get("remember")
-            if isinstance(params, dict):
-                await self._feed.event(
-                    EventCategory.MEMORY,
-                    "remember",
-                    f"{params.get('key')} = {params.get('value')}",
-                    key=params.get("key"),
-                )
 
     async def _capture_start_url(self) -> None:
         """A task without a URL gets ``startUrl`` from the first real page the agent reached (spec §11.5)."""
@@ -448,20 +362,3 @@ class AgentRunner:
             return
         if capture_start_url(self._clipboard, url):
             await self._feed.event(EventCategory.MEMORY, "startUrl", f"startUrl: {url}")
-
-    def _raise_if_provider_gave_up(self) -> None:
-        """End the turn early on a persistent provider fault or replies that stay unusable.
-
-        browser-use would otherwise retry failing steps until it runs out, and end "out of steps" with the
-        cause lost; the SDK has already retried each call, so two failed steps in a row count as persistent.
-        """
-        last = self._log.last_error
-        if last is None:
-            return
-        failure = classify(last)
-        streak = self._log.consecutive_errors
-        if is_provider_failure(last):
-            if streak >= PERSISTENT_PROVIDER_FAILURES or failure.status_code in NON_RETRYABLE_STATUSES:
-                raise ProviderGaveUp(f"The model provider kept failing: {last}") from last
-        elif failure.kind is FailureKind.INVALID_OUTPUT and streak >= UNUSABLE_REPLIES:
-            raise ProviderGaveUp(f"The model's replies stayed unusable: {last}") from last

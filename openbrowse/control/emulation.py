@@ -20,7 +20,7 @@ from playwright.async_api import BrowserContext, CDPSession, Error as Playwright
 
 from openbrowse.control.call import ControlCall, Handler, route
 from openbrowse.control.errors import ControlError, act_invalid, operation_failed
-from openbrowse.control.observe import redact_headers
+from openbrowse.control.page_log import redact_headers
 
 if TYPE_CHECKING:
     from openbrowse.control.engine import ControlEngine

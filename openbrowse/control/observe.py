@@ -16,11 +16,10 @@ from playwright.async_api import Error as PlaywrightError, Page
 
 from openbrowse.control.call import ControlCall, route
 from openbrowse.control.errors import act_invalid, operation_failed
-from openbrowse.control.page_log import answer_dialog, page_log, redact_headers, watch
+from openbrowse.control.page_log import answer_dialog, page_log, redact_headers
 from openbrowse.control.tab_state import TabState
 
-# watch, answer_dialog and redact_headers are re-exported for mcpbrowser, which imports them from here.
-__all__ = ["answer_dialog", "redact_headers", "url_matches", "watch"]
+__all__ = ["url_matches"]
 
 _CONSOLE_PRIORITY = {"debug": 0, "log": 1, "info": 1, "warn": 2, "warning": 2, "error": 3}
 

@@ -1,6 +1,6 @@
 """TabState: what the control API remembers about one tab between calls (spec §20.2).
 
-The engine keeps one per Playwright ``Page`` it has seen. :func:`openbrowse.control.observe.watch` fills the logs and
+The engine keeps one per Playwright ``Page`` it has seen. :func:`openbrowse.control.page_log.watch` fills the logs and
 the dialog lists from the page's events; snapshots keep their refs here, so a later action can tell a fresh ref
 from a stale one (refs are valid for the tab's current document and snapshot generation only).
 """

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 from playwright.async_api import BrowserContext, ConsoleMessage, Dialog, Locator, Page, Request
 
-from openbrowse.control import observe
+from openbrowse.control import page_log
 from openbrowse.control.tab_state import TabState
 from openbrowse.network.policy import NetworkRules
 from openbrowse.network.refusal import NetworkRefused
@@ -130,7 +130,7 @@ class OwnerPages:
         entry = PageEntry(self._next_id, page, name)
         self._entries.append(entry)
         self._by_page[page] = entry
-        observe.watch(page, entry.state)
+        page_log.watch(page, entry.state)
 
         def navigated(frame: object) -> None:
             if frame == page.main_frame:

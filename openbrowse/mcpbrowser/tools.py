@@ -17,7 +17,7 @@ from typing import Any
 from mcp_types import ImageContent, TextContent
 from pydantic import BaseModel
 
-from openbrowse.control import observe
+from openbrowse.control import page_log
 from openbrowse.mcpbrowser import tool_args as args
 from openbrowse.mcpbrowser.pages import OwnerPages, ToolFailure
 
@@ -211,7 +211,7 @@ async def list_network_requests(pages: OwnerPages, call: args.ListNetworkRequest
     reply = _Reply("list_network_requests").say(f"## Network requests\n{summary}")
     for n, row in enumerate(shown, 1):
         status = row.get("status", "failed" if row.get("ok") is False else "pending")
-        headers = json.dumps(observe.redact_headers(row.get("headers") or {}), sort_keys=True)
+        headers = json.dumps(page_log.redact_headers(row.get("headers") or {}), sort_keys=True)
         reply.say(f"reqid={row.get('id', n)} {row.get('method')} {row.get('url')} [{status}] headers={headers}")
     return reply.content()
 
@@ -293,7 +293,7 @@ async def handle_dialog(pages: OwnerPages, call: args.HandleDialogArgs) -> Conte
     if not entry.state.dialogs_pending:
         raise ToolFailure("No open dialog found")
     accept = call.action == "accept"
-    await observe.answer_dialog(entry.page, entry.state, accept=accept, prompt_text=call.promptText, dialog_id=None)
+    await page_log.answer_dialog(entry.page, entry.state, accept=accept, prompt_text=call.promptText, dialog_id=None)
     reply = _Reply("handle_dialog").say(f"Successfully {'accepted' if accept else 'dismissed'} the dialog")
     return await _with_pages(pages, reply)
 

@@ -8,13 +8,15 @@ make the queue longer than the bound is refused with a 429 before anything is wr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import math
+import statistics
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Protocol
 
 from openbrowse.errors import OverLimit
 
-__all__ = ["QUEUE_FULL", "QueueAdmission", "SlotCapacity"]
+__all__ = ["QUEUE_FULL", "QueueAdmission", "SlotCapacity", "queue_eta"]
 
 QUEUE_FULL = "The queue for a display slot is full ({limit} waiting, MAX_QUEUED); try again when a slot frees up."
 
@@ -60,3 +62,11 @@ class QueueAdmission:
             yield
         finally:
             self._placed -= 1
+
+
+def queue_eta(position: int, recent_turn_seconds: Sequence[float], slots: int) -> int | None:
+    """Seconds until the caller at ``position`` (1 = next) gets a slot: one median turn per round of ``slots``
+    (spec §21.2); None before any turn finished."""
+    if not recent_turn_seconds:
+        return None
+    return round(math.ceil(position / max(1, slots)) * statistics.median(recent_turn_seconds))

@@ -22,6 +22,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from openbrowse.sessions.run_endings import StopReason
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from openbrowse.sessions.browsers import BrowserService
     from openbrowse.sessions.manager import SessionManager
 
-__all__ = ["Maintenance", "MaintenanceNotice"]
+__all__ = ["Maintenance", "MaintenanceDrain", "MaintenanceNotice"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,20 +51,19 @@ class MaintenanceNotice:
 
 
 class Maintenance:
-    """Owns the drain task: started once by :meth:`begin`, cancelled (shielded) by :meth:`aclose`."""
+    """The drain's request and its notice: created with the app, so a SIGTERM is taken from the first moment.
+
+    :meth:`begin` announces the drain; the :class:`MaintenanceDrain` of the running services carries it out and
+    then reports back through :meth:`finished`.
+    """
 
     def __init__(self, grace_seconds: float) -> None:
         self.grace_seconds = grace_seconds
         self.notice: MaintenanceNotice | None = None
         self.announced = asyncio.Event()
-        self._manager: SessionManager | None = None
-        self._browsers: BrowserService | None = None
-        self._wake_streams: Callable[[], None] | None = None
-        self._task: asyncio.Task[None] | None = None
-
-    def bind(self, manager: SessionManager, browsers: BrowserService, wake_streams: Callable[[], None]) -> None:
-        """The services the drain ends (known once the app has started)."""
-        self._manager, self._browsers, self._wake_streams = manager, browsers, wake_streams
+        self.deadline = 0.0
+        """When the drain ends what is left, in the event loop's time (set by :meth:`begin`)."""
+        self._on_drained: Callable[[], None] | None = None
 
     @property
     def draining(self) -> bool:
@@ -71,29 +71,69 @@ class Maintenance:
 
     def begin(self, on_drained: Callable[[], None]) -> None:
         """Start the drain (a repeat does nothing); ``on_drained`` runs once it finished, however it finished."""
-        if self._task is not None:
+        if self.notice is not None:
             return
-        self._task = asyncio.get_running_loop().create_task(self._drain(), name="maintenance-drain")
-        self._task.add_done_callback(lambda _: on_drained())
+        self._on_drained = on_drained
+        self.deadline = asyncio.get_running_loop().time() + self.grace_seconds
+        self.notice = MaintenanceNotice(round((time.time() + self.grace_seconds) * 1000))
+        self.announced.set()
+
+    def finished(self) -> None:
+        """The drain is over: tell whoever began it (once)."""
+        on_drained, self._on_drained = self._on_drained, None
+        if on_drained is not None:
+            on_drained()
+
+
+class MaintenanceDrain:
+    """Ends what the services still run once :class:`Maintenance` began (an async context of the lifespan).
+
+    A drain that began before the services existed starts as soon as they do. Leaving the context cancels a drain
+    in progress (shielded), before the services it ends close.
+    """
+
+    def __init__(
+        self,
+        maintenance: Maintenance,
+        manager: SessionManager,
+        browsers: BrowserService,
+        wake_streams: Callable[[], None],
+    ) -> None:
+        self._maintenance = maintenance
+        self._manager = manager
+        self._browsers = browsers
+        self._wake_streams = wake_streams
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> MaintenanceDrain:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="maintenance-drain")
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
 
     async def aclose(self) -> None:
-        task = self._task
+        task, self._task = self._task, None
         if task is not None and not task.done():
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await run_shielded(asyncio.wait({task}))
 
-    async def _drain(self) -> None:
+    async def _run(self) -> None:
+        maintenance = self._maintenance
+        await maintenance.announced.wait()
+        try:
+            await self._drain(maintenance.deadline)
+        finally:
+            maintenance.finished()
+
+    async def _drain(self, deadline: float) -> None:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.grace_seconds
-        self.notice = MaintenanceNotice(round((time.time() + self.grace_seconds) * 1000))
-        self.announced.set()
         manager, browsers = self._manager, self._browsers
-        if manager is None or browsers is None:
-            return  # not started yet: nothing to end
-        if self._wake_streams is not None:
-            self._wake_streams()
-        logger.info("Draining for maintenance: what still runs in %.0f s ends then", self.grace_seconds)
+        self._wake_streams()
+        logger.info("Draining for maintenance: what still runs in %.0f s ends then", deadline - loop.time())
         try:
             manager.draining = True
             await asyncio.gather(_end_resting(manager), browsers.begin_drain())

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import shutil
-import statistics
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager, AbstractContextManager, nullcontext
 from types import TracebackType
@@ -30,7 +28,7 @@ from openbrowse.domain.sessions import (
     title_from_task,
 )
 from openbrowse.errors import BrowserUnavailable, InvalidRequest, NotPausable, NotPaused, SessionNotFound, SessionPaused
-from openbrowse.sessions.admission import QueueAdmission
+from openbrowse.sessions.admission import QueueAdmission, queue_eta
 from openbrowse.sessions.follow_ups import check_accepts_follow_up, follow_up_changes
 from openbrowse.sessions.held_secrets import HeldSecrets
 from openbrowse.sessions.locks import KeyedLocks
@@ -214,9 +212,7 @@ class SessionManager:
         position = self._runtime.queue_position(record.id) if worker is not None else None
         if position is None:  # not at the pool yet (its previous run is closing): behind everyone waiting there
             position = self.waiting_for_slot() or 1
-        recent = self._runtime.turn_seconds
-        slots = max(1, self._settings.MAX_CONCURRENT_SESSIONS)
-        eta = round(math.ceil(position / slots) * statistics.median(recent)) if recent else None
+        eta = queue_eta(position, self._runtime.turn_seconds, self._settings.MAX_CONCURRENT_SESSIONS)
         queued_at = worker.queued_at if worker is not None and worker.queued_at is not None else record.updated_at
         return {"position": position, "etaSeconds": eta, "queuedAt": to_wire(queued_at)}
 

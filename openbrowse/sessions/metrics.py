@@ -32,11 +32,16 @@ logger = logging.getLogger(__name__)
 
 RUN_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0)
 STEP_BUCKETS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+COUNTED_SESSION_FIELDS = frozenset(
+    {"status", "step_count", "total_input_tokens", "total_output_tokens", "llm_cost_usd"}
+)
+"""The session fields whose change :meth:`ServiceMetrics.session_changed` counts (the rest it reads only on a
+status change): the sessions' watcher for these alone."""
 
 
 @dataclass
 class StateSources:
-    """Where the scrape-time gauges come from (bound in the lifespan, once the services exist)."""
+    """Where the scrape-time gauges come from."""
 
     sessions_by_status: Callable[[], Awaitable[dict[str, int]]]
     pool_stats: Callable[[], PoolStats]
@@ -81,11 +86,11 @@ class _StateCollector(Collector):
 class ServiceMetrics:
     """Owns the registry; :meth:`render` is the body of ``GET /metrics``."""
 
-    def __init__(self, *, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, sources: StateSources, *, monotonic: Callable[[], float] = time.monotonic) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self._monotonic = monotonic
         self._state = _StateCollector()
-        self._sources: StateSources | None = None
+        self._sources = sources
         self._render_lock = asyncio.Lock()
         self._run_started: dict[str, float] = {}
         self._last_step: dict[str, float] = {}
@@ -129,18 +134,14 @@ class ServiceMetrics:
             "openbrowse_webhook_failures", "Failed webhook attempts, by reason.", ["event", "reason"], registry=registry
         )
 
-    def bind(self, sources: StateSources) -> None:
-        self._sources = sources
-
     async def render(self) -> bytes:
         async with self._render_lock:  # one snapshot per scrape, never another scrape's
             sources = self._sources
-            if sources is not None:
-                self._state.snapshot = _Snapshot(
-                    sessions=await sources.sessions_by_status(),
-                    pool=sources.pool_stats(),
-                    webhooks_pending=await sources.webhooks_pending(),
-                )
+            self._state.snapshot = _Snapshot(
+                sessions=await sources.sessions_by_status(),
+                pool=sources.pool_stats(),
+                webhooks_pending=await sources.webhooks_pending(),
+            )
             return generate_latest(self.registry)
 
     # -- events --------------------------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 It is the session-layer side of the agent: it builds the metered chat models, launches the slot's Chromium
 while the goal pre-flight runs, connects browser-use over CDP, feeds the runner the persistence it needs
-(step counts, tokens, costs, the ceiling read fresh from the row), and decides each turn's preamble.
+(step counts, tokens and costs written, never read back; the ceiling read from the row once per turn), and decides
+each turn's preamble.
 """
 
 from __future__ import annotations
@@ -84,9 +85,10 @@ class AgentEngine:
         )
         self._captcha_usd = record.captcha_cost_usd
         self._steps = record.step_count
-        self._turn_record = record
         """The session's step counter: only this engine writes it while the run lasts, so it is kept here and
         written, never read back from the row."""
+        self._turn_record = record
+        """The row as the current turn began (read once per turn): its cost ceiling and keep-alive."""
         resolved = resolve_model(record.llm_model)
         session_id = record.id
 

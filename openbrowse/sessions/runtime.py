@@ -303,6 +303,9 @@ class WorkerRuntime:
         pool: SlotProvider,
         make_engine: EngineFactory,
         policy: RunPolicy,
+        *,
+        takeovers: TakeoverHooks | None = None,
+        queue_position: Callable[[str], int | None] | None = None,
     ) -> None:
         self.settings = settings
         self.sessions = sessions
@@ -310,8 +313,11 @@ class WorkerRuntime:
         self.pool = pool
         self.make_engine = make_engine
         self.policy = policy
-        self.control: ControlHooks = NoControl()  # the control API's, once the app has built it
-        self.takeovers: TakeoverHooks = NoTakeovers()  # the live view's, once the app has built it
-        self.queue_position: Callable[[str], int | None] = lambda _owner: None  # the pool's FIFO place (1 = next)
+        # the control API is built on the manager, which is built on this runtime: the app sets it once it exists
+        self.control: ControlHooks = NoControl()
+        self.takeovers: TakeoverHooks = takeovers if takeovers is not None else NoTakeovers()  # the live view's
+        self.queue_position: Callable[[str], int | None] = (
+            queue_position if queue_position is not None else lambda _owner: None  # the pool's FIFO place (1 = next)
+        )
         self.turn_seconds: deque[float] = deque(maxlen=TURN_HISTORY)
         """How long recent turns took: what a queued session's ``etaSeconds`` is estimated from."""

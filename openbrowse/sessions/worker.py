@@ -16,7 +16,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from openbrowse.domain.clock import utc_now
 from openbrowse.domain.feed import FeedEntry, MessageType
@@ -33,15 +33,16 @@ from openbrowse.sessions.run_endings import EndingRecorder, Phase, Release, Stop
 from openbrowse.sessions.sandbox_feed import SandboxFeed
 from openbrowse.sessions.states import Trigger
 from openbrowse.sessions.turns import bounded_turn, death_end_reason
-from openbrowse.shielding import run_shielded
+from openbrowse.shielding import discard_task, run_shielded
 from openbrowse.slots.lease import SlotLease as PoolLease
 from openbrowse.slots.slot import Slot as PoolSlot
 
 if TYPE_CHECKING:
+    from openbrowse.domain.sessions import SessionRecord
     from openbrowse.sessions.runtime import Engine, LiveSlot, SlotEndpoints, SlotLease, WorkerRuntime
     from openbrowse.sessions.status_port import StatusPort
 
-__all__ = ["Phase", "Release", "SessionWorker", "StopReason"]
+__all__ = ["SessionWorker"]
 
 logger = logging.getLogger(__name__)
 
@@ -246,16 +247,14 @@ class SessionWorker:
             try:
                 self._engine = engine = await runtime.make_engine(record)
             except BaseException:
-                await run_shielded(_discard(browser))
+                await run_shielded(discard_task(browser))
                 raise
             engine.on_human_needed = self._agent_asked
             try:
-                await self._launch(engine, lease, browser, task)
+                turn = await self._launch(engine, lease, browser, task, record)
                 while True:
                     self.phase = "running"
                     began, paused_before = asyncio.get_running_loop().time(), self.pauses.paused_seconds()
-                    # one read per turn: only a follow-up changes these fields, and none lands while a turn runs
-                    turn = await runtime.sessions.get(self.session_id)
                     if turn.enable_recording and isinstance(lease, PoolLease):
                         await self._recording.begin(lease.slot)
                     outcome = await bounded_turn(runtime, self.session_id, engine, task, paused=self.pauses)
@@ -268,18 +267,22 @@ class SessionWorker:
                     if next_task is None:
                         break
                     task = await self._runtime.control.hand_back(self.session_id, next_task)
+                    # one read per turn: only a follow-up changes these fields, and none lands while a turn runs
+                    turn = await runtime.sessions.get(self.session_id)
             finally:
                 self.phase = "closing"
                 self._end_wake(Release("Closing"))
                 # one shielded teardown: a cancellation re-raised after one part must not skip the next
                 await run_shielded(self._teardown(engine))
 
-    async def _launch(self, engine: Engine, lease: SlotLease, browser: asyncio.Task[SlotEndpoints], task: str) -> None:
-        record = await self._runtime.sessions.get(self.session_id)
+    async def _launch(
+        self, engine: Engine, lease: SlotLease, browser: asyncio.Task[SlotEndpoints], task: str, record: SessionRecord
+    ) -> SessionRecord:
+        """Start the first turn's browser; returns the row as the start left it (what the first turn reads)."""
         await engine.launch(browser, task)
         if self._sandbox_feed is None and isinstance(lease, PoolLease):
             self._sandbox_feed = SandboxFeed(lease.slot.confinement, self.session_id, self._runtime.feed)
-        await self._status.apply(
+        started = await self._status.apply(
             self.session_id,
             Trigger.START,
             pending_task=None,
@@ -294,6 +297,7 @@ class SessionWorker:
             await self._runtime.feed.append(
                 self.session_id, FeedEntry.system("pressure", pressure.summary, level=pressure.level)
             )
+        return started
 
     async def _finish_turn(self, engine: Engine, outcome: TurnOutcome, *, keep_alive: bool) -> bool:
         """Record the turn's end; True if the worker should park for a follow-up (its engine saved the profile).
@@ -361,7 +365,7 @@ class SessionWorker:
     async def _teardown(self, engine: Engine) -> None:
         """Everything the run holds, each part even when one before it failed: the pause, the recording, the browser,
         the feed."""
-        await _discard(self._browser)  # still starting when the launch failed before awaiting it
+        await discard_task(self._browser)  # still starting when the launch failed before awaiting it
         try:
             await self._recording.finish()
         except Exception:
@@ -390,11 +394,3 @@ class SessionWorker:
 
     async def _salvage(self) -> Salvage:
         return await self._engine.salvage() if self._engine is not None else NOTHING_KEPT
-
-
-async def _discard(task: asyncio.Task[Any] | None) -> None:
-    if task is None:
-        return
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task

@@ -3,8 +3,8 @@
 The process (``python -I -m openbrowse.scripthost``) starts on the first run, in its own process group, wrapped
 by the slot's sandbox command (identity when unsandboxed), with only the environment it is given. It connects
 to a Unix socket this object listens on only until the process has said hello with its one-time token; the
-socket file is then gone. Every line the host sends is validated (``script_wire.py``); helper calls go to the
-caller's handler and are answered in order of completion.
+socket file is then gone. The channel's server end (validated lines, helper calls answered in order of
+completion) is ``script_channel.py``.
 
 A run that outlives its limit by :data:`KILL_GRACE` (a loop that never yields), a cancelled run (the session
 stopped) and :meth:`kill` / :meth:`aclose` SIGKILL the process group at once; the reap happens on its own. A
@@ -28,12 +28,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from openbrowse.domain.scripts import CallHandler, ScriptCallError, ScriptEnd, ScriptOutcome, ScriptRun
+from openbrowse.domain.scripts import CallHandler, ScriptEnd, ScriptOutcome, ScriptRun
 from openbrowse.errors import ProcessStartError
-from openbrowse.scripthost.wire import MAX_LINE, OUTPUT_LIMIT, TOKEN_ENV
+from openbrowse.scripthost.wire import MAX_LINE, TOKEN_ENV
 from openbrowse.shielding import run_shielded
 from openbrowse.slots.process import ManagedProcess
-from openbrowse.slots.script_wire import ERROR_LIMIT, Call, Done, Hello, Output, Refused, encode, parse, read_line
+from openbrowse.slots.script_channel import SETTLE_WAIT, HostConnection, RunOutput
+from openbrowse.slots.script_wire import Hello, Output, parse, read_line
 
 logger = logging.getLogger(__name__)
 
@@ -43,9 +44,7 @@ START_TIMEOUT = 15.0
 HELLO_WAIT = 5.0
 KILL_GRACE = 3.0
 """Seconds past a run's limit before the process is killed (the host stops an awaiting script at the limit)."""
-MAX_CALLS = 32
 SOCKET_PATH_LIMIT = 107
-SETTLE_WAIT = 2.0
 
 CommandWrapper = Callable[[list[str]], list[str]]
 
@@ -60,121 +59,6 @@ def host_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONIOENCODING": "utf-8"}
     env.update(extra or {})
     return env
-
-
-class _Output:
-    def __init__(self) -> None:
-        self._parts: list[str] = []
-        self.kept = 0
-        self.received = 0
-
-    def add(self, text: str) -> None:
-        self.received += len(text)
-        room = OUTPUT_LIMIT - self.kept
-        if room > 0:
-            self._parts.append(text[:room])
-            self.kept += min(room, len(text))
-
-    @property
-    def text(self) -> str:
-        return "".join(self._parts)
-
-
-class _Connection:
-    """One connected host: the message pump, the run being served, and the helper calls in flight."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._reader = reader
-        self._writer = writer
-        self._write_lock = asyncio.Lock()
-        self.messages: asyncio.Queue[Output | Done | None] = asyncio.Queue()
-        self.run_id: int | None = None
-        self.on_call: CallHandler | None = None
-        self.calls: set[asyncio.Task[None]] = set()
-        self.ended_by: str | None = None
-        self._pump = asyncio.ensure_future(self._read())
-
-    async def send(self, message: dict[str, Any]) -> None:
-        async with self._write_lock:
-            self._writer.write(encode(message))
-            await self._writer.drain()
-
-    def ended(self) -> None:
-        self.messages.put_nowait(None)
-
-    def abort(self, reason: str) -> None:
-        if self.ended_by is None:
-            self.ended_by = reason
-        self._pump.cancel()
-        for task in self.calls:
-            task.cancel()
-        self._writer.transport.abort()
-        self.ended()
-
-    async def settle_calls(self) -> None:
-        """Cancel the calls a finished run left (an un-awaited ``fetch``) and wait briefly for them to end."""
-        pending = set(self.calls)
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.wait(pending, timeout=SETTLE_WAIT)
-
-    async def _read(self) -> None:
-        try:
-            while True:
-                line = await read_line(self._reader)
-                if line is None:
-                    break
-                message = line if isinstance(line, Refused) else parse(line)
-                if isinstance(message, Refused):
-                    if message.call_id is not None:
-                        await self._refuse(message.call_id, "ValueError", message.reason)
-                    continue
-                if isinstance(message, Call):
-                    await self._dispatch(message)
-                elif isinstance(message, Output | Done) and message.id == self.run_id:
-                    self.messages.put_nowait(message)
-        except (OSError, ConnectionError):
-            pass
-        finally:
-            self.ended()
-
-    async def _dispatch(self, call: Call) -> None:
-        handler = self.on_call
-        if handler is None:
-            await self._refuse(call.id, "RuntimeError", "No script is running, so this call cannot be served.")
-        elif len(self.calls) >= MAX_CALLS:
-            await self._refuse(call.id, "RuntimeError", f"Too many helper calls at once (at most {MAX_CALLS}).")
-        else:
-            task = asyncio.ensure_future(self._serve(call, handler))
-            self.calls.add(task)
-            task.add_done_callback(self.calls.discard)
-
-    async def _serve(self, call: Call, handler: CallHandler) -> None:
-        try:
-            value = await handler(call.method, call.args)
-            line = encode({"type": "reply", "id": call.id, "ok": True, "value": value})
-        except ScriptCallError as exc:
-            await self._refuse(call.id, exc.kind, exc.message)
-            return
-        except (TypeError, ValueError):  # a value JSON cannot carry
-            await self._refuse(call.id, "TypeError", f"{call.method} returned a value the channel cannot carry.")
-            return
-        except Exception:
-            logger.exception("A script's %s call failed on the server", call.method)
-            await self._refuse(call.id, "RuntimeError", f"The server could not complete {call.method}.")
-            return
-        if len(line) > MAX_LINE:
-            await self._refuse(call.id, "ValueError", f"The reply to {call.method} is too large for the channel.")
-            return
-        async with self._write_lock:
-            self._writer.write(line)
-            await self._writer.drain()
-
-    async def _refuse(self, call_id: int, kind: str, message: str) -> None:
-        reply = {"type": "reply", "id": call_id, "ok": False, "error": message[:ERROR_LIMIT], "kind": kind}
-        with contextlib.suppress(OSError, ConnectionError):
-            await self.send(reply)
 
 
 class ScriptHost:
@@ -203,7 +87,7 @@ class ScriptHost:
         self._start_timeout = start_timeout
         self._on_death = on_death
         self._process: ManagedProcess | None = None
-        self._connection: _Connection | None = None
+        self._connection: HostConnection | None = None
         self._lock = asyncio.Lock()
         self._owner: str | None = None
         self._lost = False
@@ -252,7 +136,7 @@ class ScriptHost:
         assert connection is not None
         run_id = next(self._run_ids)
         connection.run_id, connection.on_call = run_id, on_call
-        output = _Output()
+        output = RunOutput()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + request.limit + KILL_GRACE
         try:
@@ -289,7 +173,7 @@ class ScriptHost:
             connection.run_id, connection.on_call = None, None
             await connection.settle_calls()
 
-    async def _died(self, connection: _Connection, output: _Output) -> ScriptOutcome:
+    async def _died(self, connection: HostConnection, output: RunOutput) -> ScriptOutcome:
         process = self._process
         if connection.ended_by is not None:
             error = f"The script host was stopped ({connection.ended_by})."
@@ -367,7 +251,7 @@ class ScriptHost:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
         reader, writer = connected.result()
-        connection = _Connection(reader, writer)
+        connection = HostConnection(reader, writer)
         process.died.add_done_callback(lambda _: connection.ended())
         self._process, self._connection = process, connection
 

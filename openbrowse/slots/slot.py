@@ -1,16 +1,8 @@
 """Slot: one display slot's processes (Xvfb, x11vnc, websockify, Chromium) brought up and torn down as a unit.
 
-Start order, chosen so the start costs about as much as the slowest process and no more:
-
-* t=0: resolve the browser binary and the sandbox mode (both fail before anything is spawned), wipe the slot's
-  directories, bring up its sandbox, relays and egress enforcer (:mod:`.confinement`, about 20 ms), spawn Xvfb
-  and websockify (websockify needs no X server and is the slowest to boot);
-* Xvfb ready (``-displayfd``): spawn x11vnc and Chromium;
-* wait for the sandbox's CDP relay (it boots meanwhile), Chromium's ``/json/version`` (30 s), the single active
-  tab, then the VNC and noVNC ports.
-
-Readiness is always a real probe, never a sleep. If anything fails, everything already spawned is torn down
-(shielded) before the error propagates, and the slot can be started again.
+The slot owns its sandbox (:mod:`.confinement`) and, per start, a :class:`~.slot_children.SlotChildren` holding
+the display stack and the browser (the start order is described there). If anything fails, everything already
+spawned is torn down (shielded) before the error propagates, and the slot can be started again.
 
 The live view is lazy: a slot leased from the pool starts Xvfb and Chromium only; :meth:`Slot.add_viewer` starts
 x11vnc and websockify for the first viewer, and :meth:`Slot.remove_viewer` of the last one stops them after
@@ -19,34 +11,31 @@ x11vnc and websockify for the first viewer, and :meth:`Slot.remove_viewer` of th
 :attr:`Slot.died` resolves with a :class:`ProcessDied` naming the child when an *essential* child (Xvfb or
 Chromium) exits while the slot is running. x11vnc and websockify are not essential: :meth:`ensure_vnc`
 restarts them. :meth:`stop` tears down in reverse order (Chromium with TERM then KILL after 5 s, websockify,
-x11vnc, Xvfb), kills anything still carrying the slot's environment tag (Chromium's crashpad handlers run in
-their own process groups) and hands the slot's directory to a background janitor (:mod:`.slot_files`).
+x11vnc, Xvfb), then clears what the slot left on the machine (:mod:`.slot_traces`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openbrowse.errors import ProcessDied, ResourceLimitExceeded
 from openbrowse.shielding import run_shielded
-from openbrowse.slots.chromium import BrowserProcess, find_browser_binary, prepare_fresh_dir
+from openbrowse.slots.chromium import find_browser_binary
 from openbrowse.slots.confinement import SlotConfinement
-from openbrowse.slots.display import DisplayStack
 from openbrowse.slots.foreign import SlotBlocked, describe_blockers
 from openbrowse.slots.layout import SCREEN_HEIGHT, SCREEN_WIDTH, SlotLayout
-from openbrowse.slots.ledger import TAG_ENV, kill_tagged, slot_tag
+from openbrowse.slots.ledger import slot_tag
 from openbrowse.slots.process import ManagedProcess
-from openbrowse.slots.script_host import ScriptHost, host_environment
-from openbrowse.slots.slot_files import DirectoryJanitor, child_environment, scratch_dir
-from openbrowse.slots.sysv_shm import KilledCreators, remove_orphan_segments
+from openbrowse.slots.script_host import ScriptHost
+from openbrowse.slots.slot_children import SlotChildren, StageHook
+from openbrowse.slots.slot_files import child_environment, scratch_dir
+from openbrowse.slots.slot_traces import SlotTraces
 from openbrowse.slots.viewers import LiveViewers
-from openbrowse.slots.vnc_access import vnc_socket_dir
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -54,15 +43,11 @@ if TYPE_CHECKING:
     from openbrowse.config import Settings
     from openbrowse.slots.ledger import Ledger
 
-__all__ = ["START_STAGES", "Slot", "SlotState", "StageHook"]
+__all__ = ["Slot", "SlotState"]
 
 logger = logging.getLogger(__name__)
 
 ESSENTIAL = frozenset({"Xvfb", "Chromium"})
-
-# The points of a start at which ``on_stage`` is awaited, in order (x11vnc only when the live view starts too).
-START_STAGES = ("xvfb-spawned", "xvfb-ready", "x11vnc-spawned", "chromium-spawned", "chromium-ready")
-StageHook = Callable[[str], Awaitable[None]]
 
 
 class SlotState(StrEnum):
@@ -84,7 +69,7 @@ class Slot:
         on_stage: StageHook | None = None,
         browser_args: Sequence[str] = (),
     ) -> None:
-        """``on_stage`` is awaited at each of :data:`START_STAGES` (tests use it to cancel a start right there).
+        """``on_stage`` is awaited at each of :data:`~.slot_children.START_STAGES` (tests cancel a start right there).
         ``browser_args``: Chromium flags of this slot's user alone, after the sandbox's (the MCP shared browser's)."""
         self.settings = settings
         self.browser_args = tuple(browser_args)
@@ -95,14 +80,11 @@ class Slot:
         self._ledger = ledger
         self._state = SlotState.STOPPED
         self._lock = asyncio.Lock()
-        self._display: DisplayStack | None = None
-        self._browser: BrowserProcess | None = None
+        self._children: SlotChildren | None = None
         self._died: asyncio.Future[ProcessDied] | None = None
         self._view_only = True
-        self._janitor = DirectoryJanitor(f"slot-{index}")
+        self._traces = SlotTraces(index, self.tag, self.directory, self.temp_dir, ledger)
         self._live = LiveViewers(f"slot-{index}", self._stop_vnc_if_idle)
-        self._killed = KilledCreators()
-        self._script_host: ScriptHost | None = None
         self.confinement = SlotConfinement(settings, self.layout, self.directory, self.temp_dir, self.tag)
         """The slot's sandbox, relays and egress enforcer (spec §24); see :mod:`openbrowse.slots.confinement`."""
 
@@ -126,9 +108,9 @@ class Slot:
     @property
     def novnc_ws_url(self) -> str:
         """websockify's WebSocket URL including the slot's secret (for the server's live-view bridge only)."""
-        if self._display is None:
+        if self._children is None:
             raise RuntimeError(f"slot {self.index} is not running")
-        return self._display.ws_url
+        return self._children.display.ws_url
 
     @property
     def cdp_port(self) -> int:
@@ -142,9 +124,9 @@ class Slot:
     @property
     def cdp_ws_url(self) -> str:
         """The browser WebSocket URL from ``/json/version`` of the running Chromium."""
-        if self._browser is None or self._state is not SlotState.RUNNING:
+        if self._children is None or self._state is not SlotState.RUNNING:
             raise RuntimeError(f"slot {self.index} is not running")
-        return self._browser.ws_url
+        return self._children.browser.ws_url
 
     @property
     def user_data_dir(self) -> Path:
@@ -168,19 +150,9 @@ class Slot:
     def script_host(self) -> ScriptHost | None:
         """The slot's ``run_code_file`` process host (spec §11.3), in the sandbox; started on first use, killed with
         the slot. None while the slot is not running."""
-        if self._state is not SlotState.RUNNING:
+        if self._state is not SlotState.RUNNING or self._children is None:
             return None
-        if self._script_host is None:
-            self._script_host = ScriptHost(
-                f"slot-{self.index}-scripts",
-                self.confinement.command,
-                self.confinement.environment(host_environment({TAG_ENV: self.tag})),
-                self.temp_dir,
-                self.confinement.owner_uid,
-                self.cdp_port,
-                on_death=self.confinement.check_limits_now,
-            )
-        return self._script_host
+        return self._children.script_host()
 
     def check_not_blocked(self) -> None:
         """Raise :class:`SlotBlocked` if a foreign program holds the display or a port (it is never killed)."""
@@ -199,7 +171,7 @@ class Slot:
 
     @property
     def view_only(self) -> bool:
-        return self._display.view_only if self._display is not None else self._view_only
+        return self._children.display.view_only if self._children is not None else self._view_only
 
     @property
     def died(self) -> asyncio.Future[ProcessDied]:
@@ -217,12 +189,7 @@ class Slot:
 
     def processes(self) -> list[ManagedProcess]:
         """The managed children currently known (running or not), leaders of their process groups."""
-        found: list[ManagedProcess | None] = []
-        if self._browser is not None:
-            found.append(self._browser.process)
-        if self._display is not None:
-            found += [self._display.websockify, self._display.x11vnc, self._display.xvfb]
-        return [p for p in found if p is not None]
+        return self._children.processes() if self._children is not None else []
 
     # -- hooks ----------------------------------------------------------------------------------------------
     def _on_spawn(self, process: ManagedProcess) -> None:
@@ -232,8 +199,7 @@ class Slot:
     def _on_exit(self, process: ManagedProcess) -> None:
         if self._ledger is not None:
             self._ledger.forget(process.pid)
-        if process.returncode is not None and process.returncode < 0:  # killed: x11vnc leaves its SysV shm
-            self._killed.killed(process.pid, process.started_at)
+        self._traces.child_exited(process)
         if process.closing or process.name not in ESSENTIAL:
             return
         if self._state is SlotState.RUNNING and self._died is not None and not self._died.done():
@@ -264,61 +230,28 @@ class Slot:
         self.check_not_blocked()
         self._state = SlotState.STARTING
         self._died = loop.create_future()
-        env = child_environment(self.tag)
-        if self._ledger is not None:
-            self._ledger.add_dir(self.directory)
-        # the sandbox binds the fresh dirs (and hands them to its uid), so they come first
-        await asyncio.to_thread(prepare_fresh_dir, self.directory)
-        await asyncio.to_thread(prepare_fresh_dir, self.temp_dir)
-        for folder in (self.downloads_dir, self.uploads_dir):
-            folder.mkdir()
+        await self._traces.prepare((self.downloads_dir, self.uploads_dir))
         await self.confinement.start(self._on_spawn, self._on_exit, self._on_limit, browser_dir=binary.path.parent)
-        confined = self.confinement.display_confinement()
-        self._display = DisplayStack(
+        children = self._children = SlotChildren.build(
+            self.settings,
             self.layout,
-            novnc_web_dir=self.settings.NOVNC_WEB_DIR,
-            env=self.confinement.environment(env),
-            socket_dir=self.temp_dir if confined else vnc_socket_dir(self.settings.run_dir),
-            view_only=self._view_only,
-            on_spawn=self._on_spawn,
-            on_exit=self._on_exit,
-            confinement=confined,
-        )
-        # Chromium leaves org.chromium.* scratch dirs in TMPDIR when it is killed: keep them in the slot dir.
-        browser_env = {**env, "XDG_CONFIG_HOME": str(self.directory / "config"), "TMPDIR": str(self.temp_dir)}
-        self._browser = BrowserProcess(
+            self.confinement,
             binary,
-            display=self.layout.display,
-            cdp_port=self.layout.cdp_port,
+            env=child_environment(self.tag),
+            tag=self.tag,
+            directory=self.directory,
             user_data_dir=self.user_data_dir,
-            env=self.confinement.environment(browser_env),
-            light=self.settings.CHROME_LIGHT_FLAGS,
+            temp_dir=self.temp_dir,
+            view_only=self._view_only,
             window_size=window_size,
+            browser_args=self.browser_args,
             on_spawn=self._on_spawn,
             on_exit=self._on_exit,
-            wrap=confined.wrap if confined is not None else None,
-            owner_uid=confined.uid if confined is not None else None,
-            extra_args=[*self.confinement.browser_flags(), *self.browser_args],
         )
-        self._display.spawn_xvfb()
-        if vnc:
-            self._display.spawn_websockify()
-        await self._stage("xvfb-spawned")
-        await self._display.wait_xvfb()
-        await self._stage("xvfb-ready")
-        if vnc:
-            self._display.spawn_x11vnc()
-            await self._stage("x11vnc-spawned")
-        self._browser.spawn()
-        await self._stage("chromium-spawned")
-        await self.confinement.wait_relays()
-        await self._browser.wait_ready()
-        await self._stage("chromium-ready")
-        if vnc:
-            await self._display.wait_vnc()
+        await children.bring_up(self.confinement, vnc=vnc, stage=self._stage)
         self._state = SlotState.RUNNING
         self.confinement.watch_limits()
-        for process in (self._display.xvfb, self._browser.process):
+        for process in children.essential():
             if process is not None and not process.running and not self._died.done():
                 self._died.set_result(ProcessDied(process.name, process.returncode))
         logger.info(
@@ -346,9 +279,9 @@ class Slot:
             await self._ensure_vnc_locked()
 
     async def _ensure_vnc_locked(self) -> None:
-        if self._display is None or self._state is not SlotState.RUNNING:
+        if self._children is None or self._state is not SlotState.RUNNING:
             raise RuntimeError(f"slot {self.index} is not running")
-        await self._display.ensure_vnc()
+        await self._children.display.ensure_vnc()
 
     @property
     def viewers(self) -> int:
@@ -384,9 +317,9 @@ class Slot:
 
     async def _stop_vnc_if_idle(self) -> None:
         async with self._lock:
-            display = self._display
-            if self._live.count or display is None or self._state is not SlotState.RUNNING:
+            if self._live.count or self._children is None or self._state is not SlotState.RUNNING:
                 return
+            display = self._children.display
             if display.vnc_started:
                 await display.stop_live_view()
                 logger.info("Slot %d: live view stopped, nobody is watching", self.index)
@@ -394,8 +327,8 @@ class Slot:
     async def set_view_only(self, view_only: bool) -> None:
         """Let viewers only watch (default) or also control the browser; kept across live-view restarts."""
         self._view_only = view_only
-        if self._display is not None:
-            await self._display.set_view_only(view_only)
+        if self._children is not None:
+            await self._children.display.set_view_only(view_only)
 
     # -- stop -----------------------------------------------------------------------------------------------
     async def _teardown(self) -> None:
@@ -403,26 +336,21 @@ class Slot:
 
         Each step runs even if an earlier one failed, so one misbehaving child never strands the others.
         """
-        if self._state is SlotState.STOPPED and self._display is None and self._browser is None:
+        if self._state is SlotState.STOPPED and self._children is None:
             return
         self._state = SlotState.STOPPING
         loop = asyncio.get_running_loop()
         started = loop.time()
         await self._live.reset()
         try:
-            script_host, self._script_host = self._script_host, None
-            steps: tuple[ScriptHost | BrowserProcess | DisplayStack | SlotConfinement | None, ...] = (
-                script_host,
-                self._browser,
-                self._display,
-                self.confinement,
-            )
+            children = self._children
+            steps: tuple[SlotChildren | SlotConfinement | None, ...] = (children, self.confinement)
             if self.confinement.sandbox is not None:
                 # Ending the sandbox's namespace first ends everything in it at once (~0.1 s); closing Chromium
                 # first instead leaves its own sandboxed children exiting one by one for over a second.
-                for process in self._sandboxed_processes(script_host):
+                for process in children.sandboxed_processes() if children is not None else []:
                     process.expect_exit()
-                steps = (self.confinement, script_host, self._browser, self._display)
+                steps = (self.confinement, children)
             for step in steps:
                 if step is None:
                     continue
@@ -430,30 +358,11 @@ class Slot:
                     await step.aclose()
                 except Exception:
                     logger.exception("Slot %d: stopping %s failed", self.index, type(step).__name__)
-            try:
-                leftovers = await asyncio.to_thread(kill_tagged, self.tag)
-            except Exception:
-                logger.exception("Slot %d: sweeping tagged leftovers failed", self.index)
-            else:
-                if leftovers:
-                    logger.debug("Slot %d: killed leftover helpers %s", self.index, leftovers)
-            if killed := self._killed.take():  # Xvfb is gone: nothing holds their segments any more
-                await asyncio.to_thread(remove_orphan_segments, killed)
-            await asyncio.to_thread(shutil.rmtree, self.temp_dir, True)
-            self._janitor.discard(self.directory)
-            if self._ledger is not None:
-                self._ledger.remove_dir(self.directory)
+            await self._traces.clear()
         finally:
-            self._browser = None
-            self._display = None
+            self._children = None
             self._state = SlotState.STOPPED
             logger.info("Slot %d stopped in %.3f s", self.index, loop.time() - started)
-
-    def _sandboxed_processes(self, script_host: ScriptHost | None) -> list[ManagedProcess]:
-        found = self.processes() + (self._display.relays if self._display is not None else [])
-        if script_host is not None and script_host.process is not None:
-            found.append(script_host.process)
-        return found
 
     async def _locked_teardown(self) -> None:
         async with self._lock:
@@ -470,7 +379,7 @@ class Slot:
     async def aclose(self) -> None:
         """:meth:`stop`, then wait until the old profile directories are deleted."""
         await self.stop()
-        await self._janitor.aclose()
+        await self._traces.aclose()
 
     async def __aenter__(self) -> Slot:
         await self.start()

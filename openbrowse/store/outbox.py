@@ -28,6 +28,9 @@ DELIVERED = "delivered"
 FAILED = "failed"
 ERROR_LIMIT = 500
 """Characters of the last error kept on a row."""
+SESSION_EVENT_FIELDS = frozenset({"status", "pause"})
+"""The session fields whose change ``session_events`` announces: :meth:`WebhookOutbox.session_changed` is the
+sessions' hook for these alone."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import fields
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import TypeAdapter
 
@@ -27,6 +27,7 @@ _JSON_COLUMNS = {"output", "output_schema", "sensitive_data", "pause"}
 _BOOL_COLUMNS = {"keep_alive", "browser_live", "enable_recording"}
 _DECIMAL_COLUMNS = {"max_cost_usd", "allowance_usd", "llm_cost_usd", "captcha_cost_usd"}
 _TIME_COLUMNS = ("created_at", "updated_at")
+T = TypeVar("T")
 _COLUMNS = [f.name for f in fields(SessionRecord)]
 _RECORD = TypeAdapter(SessionRecord)
 _REDACTED_COLUMNS = ("output", "last_step_summary")
@@ -40,6 +41,8 @@ ChangeHook = Callable[["aiosqlite.Connection", SessionRecord, SessionRecord], Aw
 """``hook(conn, before, after)``: runs inside the transaction of an update (writes that must commit with it)."""
 ChangeWatcher = Callable[[SessionRecord, SessionRecord], None]
 """``watcher(before, after)``: called after an update committed."""
+Concerns = Collection[str] | None
+"""The fields whose change an observer acts on; None: every update."""
 
 
 class _NextInQueue:
@@ -88,6 +91,10 @@ async def _read_in(conn: aiosqlite.Connection, session_id: str) -> SessionRecord
     return _from_row(rows[0]) if rows else None
 
 
+def _concerned(observers: list[tuple[T, Concerns]], changed: Collection[str]) -> list[T]:
+    return [observer for observer, concerns in observers if concerns is None or not set(concerns).isdisjoint(changed)]
+
+
 class SessionRepo:
     """The only writer of the ``sessions`` table (its read cache relies on it: see ``read_cache.py``)."""
 
@@ -95,21 +102,23 @@ class SessionRepo:
         self._db = db
         self._clock = clock
         self._listeners: list[Callable[[str], None]] = []
-        self._hooks: list[ChangeHook] = []
-        self._watchers: list[ChangeWatcher] = []
+        self._hooks: list[tuple[ChangeHook, Concerns]] = []
+        self._watchers: list[tuple[ChangeWatcher, Concerns]] = []
         self._views: ReadCache[str, SessionRecord] = ReadCache(VIEW_CACHE_SIZE)
 
     def listen(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(session_id)`` after every committed update or delete (wakes the event streams)."""
         self._listeners.append(listener)
 
-    def on_change(self, hook: ChangeHook) -> None:
-        """Run ``hook(conn, before, after)`` inside every update's transaction (the webhook outbox, spec §22.4)."""
-        self._hooks.append(hook)
+    def on_change(self, hook: ChangeHook, *, fields: Concerns = None) -> None:
+        """Run ``hook(conn, before, after)`` inside the transaction of every update that writes one of ``fields``
+        (the webhook outbox, spec §22.4). An update no observer is concerned with never reads the row before."""
+        self._hooks.append((hook, fields))
 
-    def watch(self, watcher: ChangeWatcher) -> None:
-        """Call ``watcher(before, after)`` after every committed update (the metrics, spec §19.3)."""
-        self._watchers.append(watcher)
+    def watch(self, watcher: ChangeWatcher, *, fields: Concerns = None) -> None:
+        """Call ``watcher(before, after)`` after every committed update that wrote one of ``fields`` (the metrics,
+        spec §19.3)."""
+        self._watchers.append((watcher, fields))
 
     def _changed(self, session_id: str) -> None:
         for listener in self._listeners:
@@ -180,25 +189,28 @@ class SessionRepo:
             f"{name} = ?" if name in plain else f"{name} = {_NEXT_QUEUE_SEQ_SQL}" for name in changes
         )
         values = tuple(_to_column(name, value) for name, value in plain.items())
-        observed = bool(self._hooks or self._watchers)
-        before = after = None
+        hooks, watchers = _concerned(self._hooks, changes), _concerned(self._watchers, changes)
         with self._views.writing(session_id):
             async with self._db.transaction() as conn:
-                before = await _read_in(conn, session_id) if observed else None
-                cursor = await conn.execute(f"UPDATE sessions SET {assignments} WHERE id = ?", (*values, session_id))
-                if cursor.rowcount == 0:
+                before = await _read_in(conn, session_id) if hooks or watchers else None
+                rows = list(  # RETURNING: the row as this write left it, with no read of its own
+                    await conn.execute_fetchall(
+                        f"UPDATE sessions SET {assignments} WHERE id = ? RETURNING *", (*values, session_id)
+                    )
+                )
+                if not rows:
                     raise SessionNotFound()
-                after = await _read_in(conn, session_id) if observed else None
-                if before is not None and after is not None:
-                    for hook in self._hooks:
+                after = _from_row(rows[0])
+                if before is not None:
+                    for hook in hooks:
                         await hook(conn, before, after)
         if "sensitive_data" in changes and changes["sensitive_data"] is None:
             await self._db.scrub()  # the old row's bytes leave the WAL and the file's free space too
         self._changed(session_id)
-        if before is not None and after is not None:
-            for watcher in self._watchers:
+        if before is not None:
+            for watcher in watchers:
                 watcher(before, after)
-        return await self.get(session_id)
+        return after
 
     async def add_usage(
         self, session_id: SessionId, *, input_tokens: int, output_tokens: int, llm_cost: Decimal

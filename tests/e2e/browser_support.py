@@ -1,11 +1,10 @@
 """Shared pieces of the raw-browser and live-view end-to-end tests.
 
-* ``start_isolated_server``: a real server on a display-slot range nothing else on the machine uses;
 * ``fixture_site``: a tiny local site (a page with a big distinctive colour, a text page, an iframe host);
 * ``cdp_navigate`` / ``cdp_evaluate``: drive a browser through its proxied ``cdpUrl`` with plain CDP;
 * ``forwarded_for``: a unique client address per deliberate auth failure, so the per-IP failure throttle
   (5 free failures, then lockouts) never locks out the tests' own address. The server believes it because
-  these servers trust 127.0.0.1 as a proxy (``FORWARDED_ALLOW_IPS``); without that it would be ignored.
+  the servers of ``servers.py`` trust 127.0.0.1 as a proxy (``FORWARDED_ALLOW_IPS``); without that it would be ignored.
 """
 
 from __future__ import annotations
@@ -15,9 +14,6 @@ import itertools
 import json
 import shutil
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -31,7 +27,6 @@ from websockets.sync.client import connect as ws_connect
 
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.server import BROWSER_STACK, REPO, ServerProcess
-from tests.support.slot_range import free_slot_base
 
 MISSING = [name for name in ("Xvfb", "x11vnc", "websockify", "chromium") if shutil.which(name) is None]
 needs_display = pytest.mark.skipif(bool(MISSING), reason=f"missing binaries: {', '.join(MISSING)}")
@@ -39,29 +34,6 @@ needs_display = pytest.mark.skipif(bool(MISSING), reason=f"missing binaries: {',
 ARTIFACTS = REPO / "test-artifacts"
 MAGENTA = (255, 0, 255)
 _addresses = itertools.count(1)
-
-
-def start_isolated_server(home: Path, *, slots: int = 1, **env: str) -> ServerProcess:
-    env = {"MAX_CONCURRENT_SESSIONS": str(slots), "FORWARDED_ALLOW_IPS": "127.0.0.1", **env}
-    return ServerProcess(home=home, env=env, slot_base=free_slot_base(slots)).start()
-
-
-@contextmanager
-def keyed_server(home: Path, api_key: str, *, slots: int = 1, **env: str) -> Iterator[ServerProcess]:
-    """A real server with ``API_KEY`` set, stopped afterwards with nothing of it left running."""
-    process = start_isolated_server(home, slots=slots, API_KEY=api_key, **env)
-    try:
-        yield process
-    finally:
-        process.stop()
-    assert not process.leftovers()
-
-
-@contextmanager
-def keyed_client(server: ServerProcess, api_key: str) -> Iterator[httpx.Client]:
-    """An HTTP client of ``server`` that sends its API key."""
-    with httpx.Client(base_url=server.base_url, headers={"Authorization": f"Bearer {api_key}"}, timeout=60) as client:
-        yield client
 
 
 def stack_processes(server: ServerProcess) -> list[psutil.Process]:

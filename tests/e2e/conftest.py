@@ -1,13 +1,20 @@
-"""Module-scoped parts for end-to-end agent runs: the fake provider, fixture sites and a server using both."""
+"""Fixtures shared by the end-to-end modules: the fake provider, fixture sites, a server for agent runs, and clients
+and raw browsers of a module's own ``server`` fixture (see ``servers.py``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
+import httpx
 import pytest
 
+from tests.e2e.browser_support import fixture_site
+from tests.e2e.servers import agent_env, api_client, raw_browser, running_server
 from tests.fakes.llm_server import FakeProvider
+from tests.fakes.login_site import LoginSite
 from tests.fakes.site import FixtureSites
+from tests.support.asgi_thread import ThreadedServer
 from tests.support.server import ServerProcess
 
 
@@ -24,11 +31,36 @@ def site() -> Iterator[FixtureSites]:
 
 
 @pytest.fixture(scope="module")
+def login() -> Iterator[LoginSite]:
+    """The login site of the profile tests: it stores a cookie, a localStorage and a sessionStorage value."""
+    with LoginSite() as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
+def pages() -> Iterator[ThreadedServer]:
+    """The small local site of ``browser_support.fixture_site`` (a colour page, a text page, an iframe host)."""
+    with fixture_site() as served:
+        yield served
+
+
+@pytest.fixture(scope="module")
 def agent_server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
     """A server whose OpenAI models use the Responses API and Anthropic models the Messages API, via the fake."""
-    env = {**fake.env(), "OPENAI_API_STYLE": "responses", "MAX_CONCURRENT_SESSIONS": "3"}
-    process = ServerProcess(home=tmp_path_factory.mktemp("agent-home"), env=env).start()
-    yield process
-    process.stop()
-    assert not process.leftovers(), process.leftovers()
-    assert not process.temp_leftovers(), process.temp_leftovers()
+    home = tmp_path_factory.mktemp("agent-home")
+    with running_server(home, agent_env(fake), slots=3, check_temp=True) as process:
+        yield process
+
+
+@pytest.fixture
+def http(server: ServerProcess) -> Iterator[httpx.Client]:
+    """A client of the module's ``server`` that sends its API key."""
+    with api_client(server) as client:
+        yield client
+
+
+@pytest.fixture
+def browser(http: httpx.Client) -> Iterator[dict[str, Any]]:
+    """A raw browser on the module's ``server``, stopped after the test."""
+    with raw_browser(http) as created:
+        yield created

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.agent_support import create, data_of, messages, token, wait_until_status
+from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_request import LLMRequest
 from tests.fakes.llm_script import (
     Fault,
@@ -119,11 +120,8 @@ def _persistent(entry: ReplyLike) -> ReplyLike:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Any:
-    env = {**fake.env(), "OPENAI_API_STYLE": "responses", "MAX_CONCURRENT_SESSIONS": "2"}
-    process = ServerProcess(home=tmp_path_factory.mktemp("repair-home"), env=env).start()
-    yield process
-    process.stop()
-    assert not process.leftovers()
+    with running_server(tmp_path_factory.mktemp("repair-home"), agent_env(fake), slots=2) as process:
+        yield process
 
 
 @dataclass

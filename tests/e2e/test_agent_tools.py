@@ -1,4 +1,5 @@
-"""The agent's own tools through real runs: http_fetch, the guard layer and the network policy."""
+"""The agent's own tools through real runs: http_fetch, the guard layer, tabs, run_code scripts and the network
+policy. find_links and read_pages are ``test_reading_tools.py``."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from tests.e2e.agent_support import (
     wait_for_message,
     wait_until_status,
 )
-from tests.e2e.browser_support import create_browser, stop_browser
+from tests.e2e.servers import api_client, raw_browser
 from tests.fakes.llm_request import LLMRequest, find_index
 from tests.fakes.llm_script import agent_step, done, navigate
 from tests.fakes.llm_server import FakeProvider
@@ -130,96 +131,6 @@ def tab_list(request: LLMRequest) -> str:
     """The "Available tabs" block of the last browser state the model was shown."""
     start = request.text.rfind("Available tabs:")
     return request.text[start : request.text.find("\n\n", start)]
-
-
-def read_events(server: ServerProcess, session_id: str) -> list[str]:
-    return [
-        m["summary"] for m in messages(server, session_id) if m["type"] == "event" and data_of(m)["category"] == "read"
-    ]
-
-
-def test_find_links_reads_a_cross_origin_panel_and_a_lazy_list_and_read_pages_reads_them(
-    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
-) -> None:
-    marker = token("LINKS")
-    panel_host = f"127.0.0.1:{site.panel_port}"
-    fake.script(
-        marker,
-        [
-            navigate(f"{site.url}/jobs"),
-            agent_step([{"find_links": {"frame_url_contains": panel_host}}]),
-            agent_step([{"read_pages": {}}]),
-            navigate(f"{site.url}/lazy"),
-            agent_step([{"find_links": {"href_contains": "/lazy/item/"}}]),
-            done("listed"),
-        ],
-        when=agent_steps,
-    )
-    session = create(agent_server, task=f"{marker} List the jobs at {site.url}/jobs")
-    sid = session["id"]
-    finished = wait_until_status(agent_server, sid, {"stopped", "error"}, timeout=400)
-    assert finished["status"] == "stopped", finished["lastStepSummary"]
-    requests = step_requests(fake, marker)
-    files = session_files(agent_server, sid)
-
-    panel = envelope_in(requests[2], "found_links.json")
-    assert "24 link(s) found inside frame" in str(panel["note"])
-    jobs = [f"http://{panel_host}/job/{n}" for n in range(1, 25)]
-    assert "read_pages() with no arguments" in str(panel["note"])
-
-    pages = envelope_in(requests[3], "pages.json")
-    assert str(pages["note"]).startswith("Read 24 of 24 page(s)") and "The queue is drained" in str(pages["note"])
-    read = json.loads((files / "pages.json").read_text())
-    assert sorted(p["url"] for p in read) == sorted(jobs)
-    assert all(p["title"].startswith("Engineer ") and "builds things" in p["text"] for p in read)
-    statuses = json.loads((files / "read_pages_status.json").read_text())
-    assert len(statuses) == 24 and all(s["ok"] for s in statuses)
-
-    lazy = json.loads((files / "found_links.json").read_text())
-    assert [link["href"] for link in lazy] == [f"{site.url}/lazy/item/{n}" for n in range(1, 61)]
-    assert "60 link(s) found" in requests[5].text
-
-    events = read_events(agent_server, sid)
-    assert events[0].startswith("find_links: 24 link(s) matched") and "inside frame" in events[0]
-    # a solo run reads waves of 8 tabs
-    assert [e.split(":")[0] for e in events[1:5]] == [f"read_pages wave {k}/3" for k in range(1, 4)] + ["find_links"]
-
-
-def test_read_pages_reads_a_catalog_in_waves_and_resumes_its_queue(
-    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
-) -> None:
-    marker = token("CATALOG")
-    fake.script(
-        marker,
-        [
-            navigate(f"{site.url}/catalog?n=54"),
-            agent_step([{"find_links": {"href_contains": "/catalog/item/"}}]),
-            agent_step([{"read_pages": {}}]),
-            agent_step([{"read_pages": {}}]),
-            agent_step([{"read_pages": {}}]),
-            done("read the catalog"),
-        ],
-        when=agent_steps,
-    )
-    session = create(agent_server, task=f"{marker} Read every item of {site.url}/catalog?n=54")
-    sid = session["id"]
-    finished = wait_until_status(agent_server, sid, {"stopped", "error"}, timeout=600)
-    assert finished["status"] == "stopped", finished["lastStepSummary"]
-    requests = step_requests(fake, marker)
-    first = envelope_in(requests[3], "pages.json")
-    assert str(first["note"]).startswith("Read 48 of 48 page(s)")
-    assert "6 URL(s) remain queued: call read_pages() with no arguments to continue." in str(first["note"])
-    second = envelope_in(requests[4], "pages.json")
-    assert str(second["note"]).startswith("Read 6 of 6 page(s)") and "The queue is drained" in str(second["note"])
-    assert "Nothing left to read: the queue is drained." in requests[5].text
-
-    pages = json.loads((session_files(agent_server, sid) / "pages.json").read_text())
-    assert len(pages) == 54
-    by_url = {p["url"]: p for p in pages}
-    item = by_url[f"{site.url}/catalog/item/17"]
-    assert item["jsonld"][0]["offers"]["price"] == "17.99" and item["title"] == "Catalog item 17"
-    waves = [e for e in read_events(agent_server, sid) if e.startswith("read_pages wave")]
-    assert [w.split(":")[0] for w in waves] == [f"read_pages wave {k}/6" for k in range(1, 7)] + ["read_pages wave 1/1"]
 
 
 def test_start_url_is_captured_after_the_first_step_when_the_task_has_none(
@@ -411,42 +322,20 @@ def test_a_stop_ends_a_spinning_script_at_once_and_its_process_never_saw_a_secre
         time.sleep(0.05)
 
 
-def test_read_pages_detects_shell_reads_and_rereads_them_inside_the_panel(
-    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
-) -> None:
-    marker = token("SHELL")
-    urls = [f"{site.url}/shell/{n}" for n in (1, 2, 3)]
-    fake.script(marker, [agent_step([{"read_pages": {"urls": urls}}]), done("read")], when=agent_steps)
-    session = create(agent_server, task=f"{marker} Read the three product viewers.")
-    sid = session["id"]
-    finished = wait_until_status(agent_server, sid, {"stopped", "error"}, timeout=300)
-    assert finished["status"] == "stopped", finished["lastStepSummary"]
-    pages = {p["url"]: p for p in json.loads((session_files(agent_server, sid) / "pages.json").read_text())}
-    for n, url in enumerate(urls, 1):
-        assert pages[url]["frameMatched"] is True
-        assert f"Detail {n}: weight {n} kg, made of oak." in pages[url]["text"]
-    assert "read_pages: 3 shell read(s) detected, 3 recovered inside their panel" in read_events(agent_server, sid)
-    reply = envelope_in(step_requests(fake, marker)[1], "pages.json")
-    assert str(reply["note"]).startswith("Read 3 of 3 page(s)")
-
-
 def test_the_agent_cannot_reach_another_slots_devtools_or_this_service(
     agent_server: ServerProcess, fake: FakeProvider
 ) -> None:
     """What a hostile page would ask the agent to do (spec §19.2, §24.4): open another slot's DevTools list, or this
     service's own API. Both are refused at the sandbox's boundary and the feed says so."""
-    with httpx.Client(base_url=agent_server.base_url, timeout=30) as http:
-        other = create_browser(http)  # another live slot, whose DevTools a page would love to drive
-        try:
-            ports = [slot_layout(agent_server.slot_base + i).cdp_port for i in range(3)]
-            marker = token("DEVTOOLS")
-            steps = [navigate(f"http://127.0.0.1:{port}/json/list") for port in ports]
-            steps.append(navigate(f"http://127.0.0.1:{agent_server.port}/v3/sessions"))
-            fake.script(marker, [*steps, done("looked")], when=agent_steps)
-            session = create(agent_server, task=f"{marker} Look at the debugging endpoints.")
-            finished = wait_until_status(agent_server, session["id"], {"stopped", "error"}, timeout=180)
-        finally:
-            stop_browser(http, other["id"])
+    # another live slot, whose DevTools a page would love to drive
+    with api_client(agent_server, timeout=30) as http, raw_browser(http):
+        ports = [slot_layout(agent_server.slot_base + i).cdp_port for i in range(3)]
+        marker = token("DEVTOOLS")
+        steps = [navigate(f"http://127.0.0.1:{port}/json/list") for port in ports]
+        steps.append(navigate(f"http://127.0.0.1:{agent_server.port}/v3/sessions"))
+        fake.script(marker, [*steps, done("looked")], when=agent_steps)
+        session = create(agent_server, task=f"{marker} Look at the debugging endpoints.")
+        finished = wait_until_status(agent_server, session["id"], {"stopped", "error"}, timeout=180)
     assert finished["status"] == "stopped", finished["lastStepSummary"]
     requests = step_requests(fake, marker)
     assert len(requests) == len(steps) + 1

@@ -18,7 +18,8 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 
 from tests.e2e.agent_support import agent_steps, step_requests, token
-from tests.e2e.browser_support import CdpClient, create_browser, needs_display, start_isolated_server, stop_browser
+from tests.e2e.browser_support import CdpClient, needs_display
+from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_request import LLMRequest, find_index
 from tests.fakes.llm_script import agent_step, done, navigate
 from tests.fakes.llm_server import FakeProvider
@@ -85,25 +86,9 @@ def site(received: Received) -> Iterator[ThreadedServer]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    env = {**fake.env(), "OPENAI_API_STYLE": "responses", "API_KEY": API_KEY}
-    process = start_isolated_server(tmp_path_factory.mktemp("files-home"), slots=1, **env)
-    (process.home / ".env").write_text(SECRET + "\n")  # what an attacker is after: the server's own secrets
-    yield process
-    process.stop()
-    assert not process.leftovers()
-
-
-@pytest.fixture
-def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.base_url, headers=AUTH, timeout=60) as client:
-        yield client
-
-
-@pytest.fixture
-def browser(http: httpx.Client) -> Iterator[dict[str, Any]]:
-    created = create_browser(http)
-    yield created
-    stop_browser(http, created["id"])
+    with running_server(tmp_path_factory.mktemp("files-home"), agent_env(fake, API_KEY=API_KEY)) as process:
+        (process.home / ".env").write_text(SECRET + "\n")  # what an attacker is after: the server's own secrets
+        yield process
 
 
 def slot_dir(server: ServerProcess) -> Path:

@@ -29,9 +29,9 @@ from tests.e2e.browser_support import (
     forwarded_for,
     needs_display,
     stack_processes_named,
-    start_isolated_server,
     stop_browser,
 )
+from tests.e2e.servers import running_server
 from tests.fakes.llm_server import FakeProvider
 from tests.support.server import ServerProcess
 
@@ -47,16 +47,8 @@ SLACK_S = 5.0  # how late an end may be noticed: the spec's idleTimeoutMs + 5 s
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
     env = {**fake.env(), "API_KEY": API_KEY, "BROWSER_TOKEN_TTL_S": str(TOKEN_TTL_S)}
-    process = start_isolated_server(tmp_path_factory.mktemp("lifecycle-home"), slots=1, **env)
-    yield process
-    process.stop()
-    assert not process.leftovers()
-
-
-@pytest.fixture
-def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.base_url, headers=AUTH, timeout=60) as client:
-        yield client
+    with running_server(tmp_path_factory.mktemp("lifecycle-home"), env) as process:
+        yield process
 
 
 def browser(http: httpx.Client, browser_id: str) -> dict[str, Any]:

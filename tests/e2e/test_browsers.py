@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,14 +23,13 @@ from playwright.async_api import async_playwright
 from tests.e2e.browser_support import (
     CdpClient,
     create_browser,
-    fixture_site,
     forwarded_for,
     needs_display,
     stack_process_names,
     stack_processes,
-    start_isolated_server,
     stop_browser,
 )
+from tests.e2e.servers import api_client, running_server, start_isolated_server
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.server import ServerProcess
 
@@ -42,29 +41,8 @@ AUTH = {"Authorization": f"Bearer {API_KEY}"}
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    process = start_isolated_server(tmp_path_factory.mktemp("browsers-home"), API_KEY=API_KEY)
-    yield process
-    process.stop()
-    assert not process.leftovers()
-
-
-@pytest.fixture(scope="module")
-def pages() -> Iterator[ThreadedServer]:
-    with fixture_site() as served:
-        yield served
-
-
-@pytest.fixture
-def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.base_url, headers=AUTH, timeout=60) as client:
-        yield client
-
-
-@pytest.fixture
-async def browser(http: httpx.Client) -> AsyncIterator[dict[str, Any]]:
-    created = create_browser(http)
-    yield created
-    stop_browser(http, created["id"])
+    with running_server(tmp_path_factory.mktemp("browsers-home"), {"API_KEY": API_KEY}) as process:
+        yield process
 
 
 # -- the SDK ---------------------------------------------------------------------------------------------------
@@ -306,15 +284,15 @@ async def test_a_browser_stops_at_its_timeout(http: httpx.Client) -> None:
 
 
 def test_restart_marks_browsers_of_the_previous_process_stopped(tmp_path: Path) -> None:
-    first = start_isolated_server(tmp_path / "home", API_KEY=API_KEY)
+    first = start_isolated_server(tmp_path / "home", {"API_KEY": API_KEY})
     try:
-        with httpx.Client(base_url=first.base_url, headers=AUTH, timeout=60) as http:
+        with api_client(first) as http:
             created = create_browser(http)
     finally:
         first.kill_hard()
     second = ServerProcess(home=tmp_path / "home", env={"API_KEY": API_KEY}, slot_base=first.slot_base).start()
     try:
-        with httpx.Client(base_url=second.base_url, headers=AUTH, timeout=60) as http:
+        with api_client(second) as http:
             after = http.get(f"/v3/browsers/{created['id']}").json()
     finally:
         second.stop()

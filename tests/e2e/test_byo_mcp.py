@@ -26,16 +26,8 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult, TextContent
 
-from tests.e2e.browser_support import (
-    cdp_evaluate,
-    create_browser,
-    fixture_site,
-    forwarded_for,
-    keyed_client,
-    keyed_server,
-    needs_display,
-    stop_browser,
-)
+from tests.e2e.browser_support import cdp_evaluate, forwarded_for, needs_display
+from tests.e2e.servers import running_server
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.npm_clients import NODE, NpmClients
 from tests.support.server import ServerProcess
@@ -64,27 +56,8 @@ def mcp_servers() -> Path:
 # -- the server, the fixture site and one raw browser per test ------------------------------------------------
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with keyed_server(tmp_path_factory.mktemp("byo-mcp-home"), API_KEY) as process:
+    with running_server(tmp_path_factory.mktemp("byo-mcp-home"), {"API_KEY": API_KEY}) as process:
         yield process
-
-
-@pytest.fixture(scope="module")
-def pages() -> Iterator[ThreadedServer]:
-    with fixture_site() as served:
-        yield served
-
-
-@pytest.fixture
-def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with keyed_client(server, API_KEY) as client:
-        yield client
-
-
-@pytest.fixture
-def browser(http: httpx.Client) -> Iterator[dict[str, Any]]:
-    created = create_browser(http)
-    yield created
-    stop_browser(http, created["id"])
 
 
 def socket_url(browser: dict[str, Any]) -> str:

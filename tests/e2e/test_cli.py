@@ -14,6 +14,7 @@ import pytest
 
 from tests.conftest import StartServer
 from tests.e2e.agent_support import agent_steps, create, token, wait_until_status
+from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_script import done, navigate
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
@@ -24,11 +25,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.display]
 
 @pytest.fixture(scope="module")
 def cli_server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    env = {**fake.env(), "OPENAI_API_STYLE": "responses", "MAX_CONCURRENT_SESSIONS": "2"}
-    process = ServerProcess(home=tmp_path_factory.mktemp("cli-home"), env=env).start()
-    yield process
-    process.stop()
-    assert not process.leftovers(), process.leftovers()
+    with running_server(tmp_path_factory.mktemp("cli-home"), agent_env(fake), slots=2) as process:
+        yield process
 
 
 def openbrowse(

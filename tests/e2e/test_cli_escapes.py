@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.e2e.agent_support import agent_steps, token
+from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_script import done, navigate
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
@@ -27,11 +28,8 @@ ATTACK = "\x1b]0;pwned\x07\x1b[2J"
 
 @pytest.fixture(scope="module")
 def cli_server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    env = {**fake.env(), "OPENAI_API_STYLE": "responses"}
-    process = ServerProcess(home=tmp_path_factory.mktemp("cli-escapes-home"), env=env).start()
-    yield process
-    process.stop()
-    assert not process.leftovers(), process.leftovers()
+    with running_server(tmp_path_factory.mktemp("cli-escapes-home"), agent_env(fake)) as process:
+        yield process
 
 
 def openbrowse(*args: str, url: str) -> subprocess.CompletedProcess[str]:

@@ -14,7 +14,9 @@ import httpx
 import pytest
 
 from tests.e2e.agent_support import agent_steps, data_of, settled_with, token
-from tests.e2e.browser_support import create_browser, keyed_client, keyed_server, needs_display, stop_browser
+from tests.e2e.browser_support import create_browser, needs_display, stop_browser
+from tests.e2e.control_routes_site import ok, ref_of, refused
+from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
@@ -23,35 +25,13 @@ from tests.support.server import ServerProcess, wait_until
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
 
 API_KEY = "control-api-key"
-AUTH = {"Authorization": f"Bearer {API_KEY}"}
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    env = {**fake.env(), "OPENAI_API_STYLE": "responses"}
-    with keyed_server(tmp_path_factory.mktemp("control-home"), API_KEY, slots=2, **env) as process:
+    home = tmp_path_factory.mktemp("control-home")
+    with running_server(home, agent_env(fake, API_KEY=API_KEY), slots=2) as process:
         yield process
-
-
-@pytest.fixture
-def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with keyed_client(server, API_KEY) as client:
-        yield client
-
-
-@pytest.fixture
-def browser(http: httpx.Client) -> Iterator[dict[str, Any]]:
-    created = create_browser(http)
-    yield created
-    stop_browser(http, created["id"])
-
-
-def ref_of(snapshot: dict[str, Any], role: str, name: str) -> str:
-    """The snapshot's ref for the element with this role and accessible name."""
-    for ref, described in snapshot["refs"].items():
-        if described.get("role") == role and described.get("name") == name:
-            return str(ref)
-    raise AssertionError(f"no {role} {name!r} among {snapshot['refs']}")
 
 
 def feed(http: httpx.Client, session_id: str) -> list[dict[str, Any]]:
@@ -59,19 +39,6 @@ def feed(http: httpx.Client, session_id: str) -> list[dict[str, Any]]:
         "messages"
     ]
     return listed
-
-
-def ok(response: httpx.Response) -> dict[str, Any]:
-    assert response.status_code == 200, response.text
-    body: dict[str, Any] = response.json()
-    return body
-
-
-def refused(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    body: dict[str, Any] = response.json()
-    assert body.get("code") == code and body["error"] and body["detail"], body
-    return body
 
 
 def test_a_raw_browser_fills_and_sends_a_form_through_tabs_snapshot_and_a_batch(

@@ -16,15 +16,9 @@ import httpx
 import pytest
 
 from tests.e2e.agent_support import token
-from tests.e2e.browser_support import (
-    create_browser,
-    keyed_client,
-    keyed_server,
-    needs_display,
-    start_isolated_server,
-    stop_browser,
-)
+from tests.e2e.browser_support import create_browser, needs_display, stop_browser
 from tests.e2e.control_routes_site import Browser, ControlSite, ok, ref_of, refused
+from tests.e2e.servers import agent_env, api_client, running_server
 from tests.fakes.llm_script import text
 from tests.fakes.llm_server import FakeProvider
 from tests.support.server import ServerProcess, wait_until
@@ -32,7 +26,6 @@ from tests.support.server import ServerProcess, wait_until
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
 
 API_KEY = "control-routes-key"
-AUTH = {"Authorization": f"Bearer {API_KEY}"}
 
 
 @pytest.fixture(scope="module")
@@ -43,14 +36,14 @@ def site() -> Iterator[ControlSite]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    env = {**fake.env(), "OPENAI_API_STYLE": "responses"}
-    with keyed_server(tmp_path_factory.mktemp("control-routes-home"), API_KEY, slots=1, **env) as process:
+    home = tmp_path_factory.mktemp("control-routes-home")
+    with running_server(home, agent_env(fake, API_KEY=API_KEY)) as process:
         yield process
 
 
 @pytest.fixture(scope="module")
 def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with keyed_client(server, API_KEY) as client:
+    with api_client(server) as client:
         yield client
 
 
@@ -329,18 +322,16 @@ def test_evaluate_is_refused_when_disabled_and_an_ended_browser_is_not_live(
     tmp_path_factory: pytest.TempPathFactory, site: ControlSite
 ) -> None:
     home = tmp_path_factory.mktemp("control-no-eval-home")
-    process = start_isolated_server(home, API_KEY=API_KEY, CONTROL_EVALUATE="0")
-    try:
-        with httpx.Client(base_url=process.base_url, headers=AUTH, timeout=60) as http:
-            created = create_browser(http)
-            b = Browser(http, created["id"])
-            b.goto(f"{site.url}/blank")
-            refused(b.post("/act", {"kind": "evaluate", "fn": "1 + 1"}), 403, "ACT_EVALUATE_DISABLED")
-            refused(b.post("/act", {"kind": "wait", "fn": "() => true"}), 403, "ACT_EVALUATE_DISABLED")
-            assert b.act(kind="wait", text="Blank page")["ok"] is True
-            stop_browser(http, created["id"])
-            refused(b.get("/tabs"), 409, "browser_not_live")
-            refused(b.post("/navigate", {"url": f"{site.url}/blank"}), 409, "browser_not_live")
-    finally:
-        process.stop()
-    assert not process.leftovers()
+    with (
+        running_server(home, {"API_KEY": API_KEY, "CONTROL_EVALUATE": "0"}) as process,
+        api_client(process) as http,
+    ):
+        created = create_browser(http)
+        b = Browser(http, created["id"])
+        b.goto(f"{site.url}/blank")
+        refused(b.post("/act", {"kind": "evaluate", "fn": "1 + 1"}), 403, "ACT_EVALUATE_DISABLED")
+        refused(b.post("/act", {"kind": "wait", "fn": "() => true"}), 403, "ACT_EVALUATE_DISABLED")
+        assert b.act(kind="wait", text="Blank page")["ok"] is True
+        stop_browser(http, created["id"])
+        refused(b.get("/tabs"), 409, "browser_not_live")
+        refused(b.post("/navigate", {"url": f"{site.url}/blank"}), 409, "browser_not_live")

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.browser_support import create_browser, keyed_client, keyed_server, needs_display, stop_browser
+from tests.e2e.browser_support import create_browser, needs_display, stop_browser
 from tests.e2e.control_routes_site import (
     BASIC_PASSWORD,
     BASIC_USER,
@@ -32,6 +32,7 @@ from tests.e2e.control_routes_site import (
     ref_of,
     refused,
 )
+from tests.e2e.servers import api_client, running_server
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
@@ -48,13 +49,13 @@ def site() -> Iterator[ControlSite]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with keyed_server(tmp_path_factory.mktemp("control-state-home"), API_KEY) as process:
+    with running_server(tmp_path_factory.mktemp("control-state-home"), {"API_KEY": API_KEY}) as process:
         yield process
 
 
 @pytest.fixture(scope="module")
 def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with keyed_client(server, API_KEY) as client:
+    with api_client(server) as client:
         yield client
 
 

@@ -24,6 +24,7 @@ from playwright.async_api import Browser, Page, ViewportSize, async_playwright
 from tests.conftest import StartServer
 from tests.e2e.agent_support import agent_steps, token
 from tests.e2e.browser_support import ARTIFACTS, create_browser, forwarded_for, needs_display
+from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
@@ -74,18 +75,9 @@ def no_script_errors() -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    env = {**fake.env(), "OPENAI_API_STYLE": "responses", "MAX_CONCURRENT_SESSIONS": "3", "API_KEY": API_KEY}
-    env["DASHBOARD_PASSWORD"] = PASSWORD
-    process = ServerProcess(home=tmp_path_factory.mktemp("dashboard-home"), env=env).start()
-    yield process
-    process.stop()
-    assert not process.leftovers(), process.leftovers()
-
-
-@pytest.fixture
-def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.base_url, headers=AUTH, timeout=60) as client:
-        yield client
+    env = agent_env(fake, API_KEY=API_KEY, DASHBOARD_PASSWORD=PASSWORD)
+    with running_server(tmp_path_factory.mktemp("dashboard-home"), env, slots=3) as process:
+        yield process
 
 
 @pytest.fixture

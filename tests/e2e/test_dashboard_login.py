@@ -18,6 +18,7 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
 from tests.e2e.browser_support import ARTIFACTS
+from tests.e2e.servers import running_server
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.server import ServerProcess
 
@@ -32,11 +33,9 @@ CROSS_SITE = "Another site's page may not use the dashboard's credentials"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    env = {"API_KEY": API_KEY, "DASHBOARD_PASSWORD": PASSWORD, "FORWARDED_ALLOW_IPS": "127.0.0.1"}
-    process = ServerProcess(home=tmp_path_factory.mktemp("login-home"), env=env).start()
-    yield process
-    process.stop()
-    assert not process.leftovers(), process.leftovers()
+    env = {"API_KEY": API_KEY, "DASHBOARD_PASSWORD": PASSWORD}
+    with running_server(tmp_path_factory.mktemp("login-home"), env) as process:
+        yield process
 
 
 @pytest.fixture

@@ -18,7 +18,8 @@ import pytest
 from playwright.async_api import Browser, Page, ViewportSize, async_playwright
 
 from tests.e2e.agent_support import agent_steps, settled_with, token
-from tests.e2e.browser_support import ARTIFACTS, create_browser, keyed_client, keyed_server, needs_display
+from tests.e2e.browser_support import ARTIFACTS, create_browser, needs_display
+from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_script import Gate, done, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.support.server import ServerProcess, wait_until
@@ -34,15 +35,9 @@ WAIT_MS = 30_000
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    env = {**fake.env(), "OPENAI_API_STYLE": "responses", "DASHBOARD_PASSWORD": PASSWORD, "PAUSE_TIMEOUT": "600"}
-    with keyed_server(tmp_path_factory.mktemp("dashboard-takeover-home"), API_KEY, slots=2, **env) as process:
+    env = agent_env(fake, API_KEY=API_KEY, DASHBOARD_PASSWORD=PASSWORD, PAUSE_TIMEOUT="600")
+    with running_server(tmp_path_factory.mktemp("dashboard-takeover-home"), env, slots=2) as process:
         yield process
-
-
-@pytest.fixture
-def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with keyed_client(server, API_KEY) as client:
-        yield client
 
 
 @pytest.fixture

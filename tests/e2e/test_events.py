@@ -12,6 +12,7 @@ from httpx_sse import EventSource, ServerSentEvent, connect_sse
 
 from tests.conftest import StartServer
 from tests.e2e.agent_support import agent_steps, create, messages, token, wait_for_message, wait_until_status
+from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
@@ -24,11 +25,9 @@ PING_INTERVAL = 0.5
 
 @pytest.fixture(scope="module")
 def events_server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    env = {**fake.env(), "OPENAI_API_STYLE": "responses", "EVENTS_PING_INTERVAL": str(PING_INTERVAL)}
-    process = ServerProcess(home=tmp_path_factory.mktemp("events-home"), env=env).start()
-    yield process
-    process.stop()
-    assert not process.leftovers(), process.leftovers()
+    env = agent_env(fake, EVENTS_PING_INTERVAL=str(PING_INTERVAL))
+    with running_server(tmp_path_factory.mktemp("events-home"), env) as process:
+        yield process
 
 
 def events_url(server: ServerProcess, session_id: str) -> str:

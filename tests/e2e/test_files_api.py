@@ -21,15 +21,10 @@ from browser_use_sdk.v4 import AsyncBrowserUse as AsyncBrowserUseV4
 from playwright.async_api import async_playwright
 
 from openbrowse.api.file_urls import FileUrlSigner
-from tests.e2e.agent_support import agent_steps, token
-from tests.e2e.browser_support import (
-    create_browser,
-    forwarded_for,
-    needs_display,
-    start_isolated_server,
-    stop_browser,
-)
+from tests.e2e.agent_support import agent_steps, settled_with, token
+from tests.e2e.browser_support import create_browser, forwarded_for, needs_display, stop_browser
 from tests.e2e.files_site import DOWNLOAD_NAMES, Received, file_bytes, files_site
+from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_request import LLMRequest, find_index
 from tests.fakes.llm_script import agent_step, click_on, done, navigate
 from tests.fakes.llm_server import FakeProvider
@@ -39,8 +34,6 @@ from tests.support.server import ServerProcess, wait_until
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
 
 API_KEY = "files-api-key"
-AUTH = {"Authorization": f"Bearer {API_KEY}"}
-ENDED = {"stopped", "error", "idle", "timed_out"}
 
 
 @pytest.fixture(scope="module")
@@ -56,17 +49,8 @@ def site(received: Received) -> Iterator[ThreadedServer]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    env = {**fake.env(), "OPENAI_API_STYLE": "responses", "API_KEY": API_KEY}
-    process = start_isolated_server(tmp_path_factory.mktemp("files-api-home"), slots=1, **env)
-    yield process
-    process.stop()
-    assert not process.leftovers()
-
-
-@pytest.fixture
-def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.base_url, headers=AUTH, timeout=60) as client:
-        yield client
+    with running_server(tmp_path_factory.mktemp("files-api-home"), agent_env(fake, API_KEY=API_KEY)) as process:
+        yield process
 
 
 @pytest.fixture
@@ -85,15 +69,7 @@ def signer_of(server: ServerProcess) -> FileUrlSigner:
 def run_task(http: httpx.Client, task: str, **body: Any) -> dict[str, Any]:
     created = http.post("/v3/sessions", json={"task": task, **body})
     assert created.status_code == 200, created.text
-    session_id = created.json()["id"]
-    found: dict[str, Any] = {}
-
-    def ended() -> bool:
-        found.update(http.get(f"/v3/sessions/{session_id}").json())
-        return found.get("status") in ENDED
-
-    wait_until(ended, 120, interval=0.2, what=f"session {session_id} ending")
-    return found
+    return settled_with(http, created.json()["id"])
 
 
 def with_query(url: str, **changes: str) -> str:

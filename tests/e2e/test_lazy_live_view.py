@@ -13,7 +13,8 @@ import pytest
 import websockets
 from websockets.typing import Subprotocol
 
-from tests.e2e.browser_support import needs_display, stack_processes, start_isolated_server
+from tests.e2e.browser_support import needs_display, stack_processes
+from tests.e2e.servers import running_server
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display, pytest.mark.timeout(240)]
@@ -28,8 +29,7 @@ def _live_view(server: ServerProcess) -> set[str]:
 
 
 async def test_the_live_view_runs_only_while_someone_watches(tmp_path: Path) -> None:
-    server = start_isolated_server(tmp_path / "home")
-    try:
+    with running_server(tmp_path / "home") as server:
         browser = httpx.post(f"{server.v3}/browsers", json={}, timeout=60).json()
         session_id = browser["id"]
         assert _live_view(server) == set()
@@ -40,6 +40,3 @@ async def test_the_live_view_runs_only_while_someone_watches(tmp_path: Path) -> 
         wait_until(lambda: not _live_view(server), 90, what="the live view to stop after its viewer left")
         assert httpx.get(f"{server.v3}/browsers/{session_id}", timeout=10).json()["status"] == "active"
         httpx.patch(f"{server.v3}/browsers/{session_id}", json={"action": "stop"}, timeout=60)
-    finally:
-        server.stop()
-    assert not server.leftovers()

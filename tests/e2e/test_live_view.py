@@ -30,14 +30,13 @@ from tests.e2e.browser_support import (
     ARTIFACTS,
     cdp_navigate,
     create_browser,
-    fixture_site,
     forwarded_for,
     needs_display,
     stack_processes,
     stack_processes_named,
-    start_isolated_server,
     stop_browser,
 )
+from tests.e2e.servers import api_client, raw_browser, running_server
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.server import ServerProcess
 
@@ -58,34 +57,17 @@ def view_token(browser: dict[str, Any]) -> str:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    process = start_isolated_server(
-        tmp_path_factory.mktemp("live-home"), slots=2, API_KEY=API_KEY, DASHBOARD_PASSWORD=PASSWORD
-    )
-    yield process
-    process.stop()
-    assert not process.leftovers()
-
-
-@pytest.fixture(scope="module")
-def pages() -> Iterator[ThreadedServer]:
-    with fixture_site() as served:
-        yield served
-
-
-@pytest.fixture
-def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.base_url, headers=AUTH, timeout=60) as client:
-        yield client
+    env = {"API_KEY": API_KEY, "DASHBOARD_PASSWORD": PASSWORD}
+    with running_server(tmp_path_factory.mktemp("live-home"), env, slots=2) as process:
+        yield process
 
 
 @pytest.fixture(scope="module")
 def live_browser(server: ServerProcess, pages: ThreadedServer) -> Iterator[dict[str, Any]]:
     """A raw browser on the first slot, showing the fixture's magenta page."""
-    with httpx.Client(base_url=server.base_url, headers=AUTH, timeout=60) as http:
-        created = create_browser(http)
+    with api_client(server) as http, raw_browser(http) as created:
         cdp_navigate(created["cdpUrl"], f"{pages.url}/colour")
         yield created
-        stop_browser(http, created["id"])
 
 
 def ws_url(server: ServerProcess, path: str) -> str:

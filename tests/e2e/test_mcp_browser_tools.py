@@ -29,7 +29,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from tests.e2e.browser_support import create_browser, keyed_client, keyed_server, needs_display
+from tests.e2e.browser_support import create_browser, needs_display
+from tests.e2e.servers import api_client, running_server
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.devtools_catalog import CHROME_DEVTOOLS_NAMES
 from tests.support.server import ServerProcess, wait_until
@@ -98,7 +99,7 @@ def site() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with keyed_server(tmp_path_factory.mktemp("mcp-browser-home"), API_KEY, slots=1) as process:
+    with running_server(tmp_path_factory.mktemp("mcp-browser-home"), {"API_KEY": API_KEY}) as process:
         yield process
 
 
@@ -250,7 +251,7 @@ async def test_a_killed_shared_chromium_is_relaunched_on_the_next_call(server: S
 
 
 async def test_browser_id_drives_a_raw_browser_instead(server: ServerProcess, site: str) -> None:
-    with keyed_client(server, API_KEY) as http:
+    with api_client(server) as http:
         raw = create_browser(http)
         try:
             async with mcp_session(server) as session:
@@ -272,7 +273,7 @@ async def test_the_shared_browser_obeys_the_network_policy_stops_when_idle_and_s
     tmp_path: Path, site: str
 ) -> None:
     env = {"SHARED_BROWSER_IDLE_S": "1", "NETWORK_POLICY": "public-only"}
-    with keyed_server(tmp_path / "idle-home", API_KEY, slots=1, **env) as idle_server:
+    with running_server(tmp_path / "idle-home", {**env, "API_KEY": API_KEY}) as idle_server:
         assert shared_chromium(idle_server) == []  # started on first use, not with the server
         async with mcp_session(idle_server) as session:
             refusal = await refused(session, "navigate_page", type="url", url=f"{site}/login")

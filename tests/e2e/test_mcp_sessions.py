@@ -19,7 +19,8 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.e2e.agent_support import agent_steps, token
-from tests.e2e.browser_support import keyed_server, needs_display
+from tests.e2e.browser_support import needs_display
+from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_script import done, navigate
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
@@ -43,8 +44,7 @@ SEED_TOOLS = {"create_session", "run_task", "get_session", "list_sessions", "sto
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    env = {**fake.env(), "OPENAI_API_STYLE": "responses"}
-    with keyed_server(tmp_path_factory.mktemp("mcp-home"), API_KEY, slots=1, **env) as process:
+    with running_server(tmp_path_factory.mktemp("mcp-home"), agent_env(fake, API_KEY=API_KEY)) as process:
         yield process
 
 

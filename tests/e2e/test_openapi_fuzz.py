@@ -34,6 +34,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from tests.e2e.servers import running_server
 from tests.support.server import ServerProcess
 
 pytestmark = pytest.mark.e2e
@@ -71,11 +72,9 @@ TRANSPORT_HEADERS = {"content-length", "transfer-encoding", "connection", "host"
 
 @pytest.fixture(scope="module")
 def fuzz_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    env = {"API_KEY": API_KEY, "CHROME_BINARY": "/bin/false", "MAX_CONCURRENT_SESSIONS": "2"}
-    process = ServerProcess(home=tmp_path_factory.mktemp("fuzz-home"), env=env).start()
-    yield process
-    process.stop()
-    assert not process.leftovers(), process.leftovers()
+    env = {"API_KEY": API_KEY, "CHROME_BINARY": "/bin/false"}
+    with running_server(tmp_path_factory.mktemp("fuzz-home"), env, slots=2) as process:
+        yield process
 
 
 @pytest.fixture(scope="module")

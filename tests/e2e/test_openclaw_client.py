@@ -28,7 +28,8 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from tests.e2e.agent_support import agent_steps, token
-from tests.e2e.browser_support import create_browser, keyed_client, keyed_server, needs_display, stop_browser
+from tests.e2e.browser_support import create_browser, needs_display, stop_browser
+from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_script import Gate, done, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.support.asgi_thread import ThreadedServer
@@ -39,7 +40,6 @@ from tests.support.server import ServerProcess, wait_until
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display, pytest.mark.timeout(600)]
 
 API_KEY = "openclaw-client-key"
-AUTH = {"Authorization": f"Bearer {API_KEY}"}
 PACKAGE_DIR = Path(__file__).parent / "openclaw"
 DRIVER = PACKAGE_DIR / "drive.mjs"
 RUNTIME_API = Path("node_modules/openclaw/dist/extensions/browser/runtime-api.js")
@@ -199,15 +199,9 @@ def form_site() -> Iterator[tuple[FormSite, ThreadedServer]]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    env = {**fake.env(), "OPENAI_API_STYLE": "responses"}
-    with keyed_server(tmp_path_factory.mktemp("openclaw-home"), API_KEY, slots=2, **env) as process:
+    home = tmp_path_factory.mktemp("openclaw-home")
+    with running_server(home, agent_env(fake, API_KEY=API_KEY), slots=2) as process:
         yield process
-
-
-@pytest.fixture
-def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with keyed_client(server, API_KEY) as client:
-        yield client
 
 
 @pytest.fixture

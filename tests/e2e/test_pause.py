@@ -15,7 +15,8 @@ import pytest
 from browser_use_sdk.generated.v3.models import SessionResponse
 
 from tests.e2e.agent_support import agent_steps, data_of, settled_with, token
-from tests.e2e.browser_support import keyed_client, keyed_server, needs_display
+from tests.e2e.browser_support import needs_display
+from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_script import Gate, agent_step, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
@@ -24,20 +25,13 @@ from tests.support.server import ServerProcess, wait_until
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
 
 API_KEY = "pause-key"
-AUTH = {"Authorization": f"Bearer {API_KEY}"}
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    env = {**fake.env(), "OPENAI_API_STYLE": "responses", "PAUSE_TIMEOUT": "600"}
-    with keyed_server(tmp_path_factory.mktemp("pause-home"), API_KEY, slots=2, **env) as process:
+    env = agent_env(fake, API_KEY=API_KEY, PAUSE_TIMEOUT="600")
+    with running_server(tmp_path_factory.mktemp("pause-home"), env, slots=2) as process:
         yield process
-
-
-@pytest.fixture
-def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with keyed_client(server, API_KEY) as client:
-        yield client
 
 
 def session_of(http: httpx.Client, session_id: str) -> dict[str, Any]:

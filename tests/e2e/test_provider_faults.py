@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.agent_support import create, get, token, wait_until_status
+from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_script import Fault, done
 from tests.fakes.llm_server import FakeProvider
 from tests.support.server import ServerProcess
@@ -37,18 +38,10 @@ CASES = [(provider, fault) for provider in MODELS for fault in FAULTS]
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeProvider]:
-    with FakeProvider() as provider:
-        yield provider
-
-
-@pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    env = {**fake.env(), "OPENAI_API_STYLE": "responses", "MAX_CONCURRENT_SESSIONS": "4", "PROVIDER_TIMEOUT": "2"}
-    process = ServerProcess(home=tmp_path_factory.mktemp("faults-home"), env=env).start()
-    yield process
-    process.stop()
-    assert not process.leftovers()
+    env = agent_env(fake, PROVIDER_TIMEOUT="2")
+    with running_server(tmp_path_factory.mktemp("faults-home"), env, slots=4) as process:
+        yield process
 
 
 @pytest.fixture(scope="module")

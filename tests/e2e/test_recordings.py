@@ -27,10 +27,11 @@ from playwright.async_api import async_playwright
 
 from tests.conftest import StartServer
 from tests.e2e.agent_support import TERMINAL, data_of, messages, session_files, token, wait_until_status
-from tests.e2e.browser_support import needs_display, start_isolated_server
+from tests.e2e.browser_support import needs_display
+from tests.e2e.servers import running_server
 from tests.fakes.llm_script import Gate, done, structured
 from tests.fakes.llm_server import FakeProvider
-from tests.support.server import ServerProcess
+from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
 
@@ -41,10 +42,8 @@ NAME = re.compile(r"^turn-(\d+)-(\d{13})\.mp4$")
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    process = start_isolated_server(tmp_path_factory.mktemp("recordings-home"), slots=2, **fake.env())
-    yield process
-    process.stop()
-    assert not process.leftovers(), process.leftovers()
+    with running_server(tmp_path_factory.mktemp("recordings-home"), fake.env(), slots=2) as process:
+        yield process
 
 
 def probe(path: Path) -> dict[str, Any]:
@@ -62,14 +61,6 @@ def probe(path: Path) -> dict[str, Any]:
 def recorders(server: ServerProcess) -> list[psutil.Process]:
     assert server.process is not None
     return [p for p in psutil.Process(server.process.pid).children(recursive=True) if p.name() == "ffmpeg"]
-
-
-def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(what)
-        time.sleep(0.1)
 
 
 def start_held_turn(server: ServerProcess, fake: FakeProvider, marker: str, **body: Any) -> tuple[dict[str, Any], Gate]:
@@ -100,7 +91,7 @@ async def test_a_recorded_turn_gives_one_readable_mp4_listed_once_final(
 ) -> None:
     session, gate = start_held_turn(server, fake, token("REC"), enableRecording=True)
     try:
-        wait_for(lambda: len(recorders(server)) == 1, 30, "no recorder started")
+        wait_until(lambda: len(recorders(server)) == 1, 30, what="a recorder to start")
         running = httpx.get(f"{server.v3}/sessions/{session['id']}", timeout=30).json()
         assert running["recordingUrls"] == []  # still being written: not listed
         partial = recording_files(server, session["id"])
@@ -145,7 +136,7 @@ async def test_a_recorder_killed_mid_run_still_leaves_a_readable_file(
 ) -> None:
     session, gate = start_held_turn(server, fake, token("REC-KILL"), enableRecording=True)
     try:
-        wait_for(lambda: len(recorders(server)) == 1, 30, "no recorder started")
+        wait_until(lambda: len(recorders(server)) == 1, 30, what="a recorder to start")
         time.sleep(3.0)  # a fragment or two on disk
         victim = recorders(server)[0]
         assert victim.uids().real != os.getuid()  # ffmpeg runs as the slot's sandbox uid, not as the server
@@ -175,14 +166,9 @@ def test_sessions_without_enable_recording_record_nothing(server: ServerProcess,
 
 def test_without_ffmpeg_the_run_goes_on_and_the_feed_says_why(tmp_path: Path, fake: FakeProvider) -> None:
     # RECORDING_DEFAULT=1 records every session; the ffmpeg it names does not exist
-    process = start_isolated_server(
-        tmp_path / "no-ffmpeg-home",
-        slots=1,
-        RECORDING_DEFAULT="1",
-        RECORDING_FFMPEG="/nonexistent/ffmpeg",
-        **fake.env(),
-    )
-    try:
+    with running_server(
+        tmp_path / "no-ffmpeg-home", {**fake.env(), "RECORDING_DEFAULT": "1", "RECORDING_FFMPEG": "/nonexistent/ffmpeg"}
+    ) as process:
         marker = token("REC-NOFF")
         fake.script(marker, [done("Ran anyway.")], when=lambda r: r.is_agent_step)
         session = httpx.post(f"{process.v3}/sessions", json={"task": f"{marker} Say hi.", "model": MODEL}, timeout=30)
@@ -193,9 +179,6 @@ def test_without_ffmpeg_the_run_goes_on_and_the_feed_says_why(tmp_path: Path, fa
         recording = {"category": "system", "action": "recording"}
         notes = [m for m in feed if m["type"] == "event" and data_of(m) == recording]
         assert len(notes) == 1 and "ffmpeg" in notes[0]["summary"] and "No recording" in notes[0]["summary"], feed
-    finally:
-        process.stop()
-    assert not process.leftovers()
 
 
 async def test_a_raw_browser_with_enable_recording_has_a_recording_url_after_stop(
@@ -204,7 +187,7 @@ async def test_a_raw_browser_with_enable_recording_has_a_recording_url_after_sto
     client = sdk(server)
     browser = await client.browsers.create(enable_recording=True)
     assert browser.recording_url is None
-    wait_for(lambda: len(recorders(server)) == 1, 30, "no recorder started")
+    wait_until(lambda: len(recorders(server)) == 1, 30, what="a recorder to start")
     time.sleep(3.0)
     stopped = await client.browsers.stop(str(browser.id))
     assert stopped.recording_url is not None or stopped.recording_available
@@ -226,7 +209,7 @@ async def test_a_raw_browser_with_enable_recording_has_a_recording_url_after_sto
 def test_a_stop_mid_turn_still_saves_and_lists_the_turns_recording(server: ServerProcess, fake: FakeProvider) -> None:
     session, gate = start_held_turn(server, fake, token("REC-STOP"), enableRecording=True)
     try:
-        wait_for(lambda: len(recorders(server)) == 1, 30, "no recorder started")
+        wait_until(lambda: len(recorders(server)) == 1, 30, what="a recorder to start")
         time.sleep(2.5)
         stopped = httpx.post(f"{server.v3}/sessions/{session['id']}/stop", json={"strategy": "session"}, timeout=60)
         assert stopped.status_code == 200, stopped.text
@@ -244,19 +227,15 @@ def test_a_stop_mid_turn_still_saves_and_lists_the_turns_recording(server: Serve
 def test_recording_default_records_and_a_maintenance_shutdown_saves_the_file(
     tmp_path: Path, fake: FakeProvider
 ) -> None:
-    process = start_isolated_server(
-        tmp_path / "maintenance-home", slots=1, RECORDING_DEFAULT="1", SHUTDOWN_GRACE_S="1", **fake.env()
-    )
-    try:
+    with running_server(
+        tmp_path / "maintenance-home", {**fake.env(), "RECORDING_DEFAULT": "1", "SHUTDOWN_GRACE_S": "1"}
+    ) as process:
         session, gate = start_held_turn(process, fake, token("REC-MAINT"))  # no enableRecording: the default says so
-        wait_for(lambda: len(recorders(process)) == 1, 30, "no recorder started")
+        wait_until(lambda: len(recorders(process)) == 1, 30, what="a recorder to start")
         time.sleep(2.5)
         process.send_sigterm()
         assert process.wait_exited(60) in {0, -signal.SIGTERM}
         gate.open()
-    finally:
-        process.stop()
-    assert not process.leftovers()
     files = recording_files(process, session["id"])
     assert len(files) == 1 and NAME.match(files[0].name), files  # final, not a .part
     info = probe(files[0])
@@ -307,7 +286,7 @@ def test_a_recording_cut_short_by_a_server_crash_lists_after_the_restart(
     crashed = start_server(**fake.env(), MAX_CONCURRENT_SESSIONS=1, RECORDING_DEFAULT=1)
     session, gate = start_held_turn(crashed, fake, token("REC-CRASH"))
     try:
-        wait_for(lambda: len(recorders(crashed)) == 1, 30, "no recorder started")
+        wait_until(lambda: len(recorders(crashed)) == 1, 30, what="a recorder to start")
         time.sleep(3.0)  # a fragment or two on disk
         crashed.kill_hard()  # the sandbox, and the recorder in it, end with the server
         [partial] = recording_files(crashed, session["id"])

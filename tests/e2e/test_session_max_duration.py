@@ -14,7 +14,8 @@ import pytest
 from browser_use_sdk.generated.v3.models import SessionResponse
 
 from tests.e2e.agent_support import TERMINAL, messages, token, wait_until_status
-from tests.e2e.browser_support import needs_display, start_isolated_server
+from tests.e2e.browser_support import needs_display
+from tests.e2e.servers import running_server
 from tests.fakes.llm_script import Gate, done, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.support.server import ServerProcess
@@ -27,16 +28,8 @@ LIMIT_MS = 10_000
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    process = start_isolated_server(tmp_path_factory.mktemp("max-duration-home"), slots=2, **fake.env())
-    yield process
-    process.stop()
-    assert not process.leftovers()
-
-
-@pytest.fixture
-def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.base_url, timeout=60) as client:
-        yield client
+    with running_server(tmp_path_factory.mktemp("max-duration-home"), fake.env(), slots=2) as process:
+        yield process
 
 
 def _parsed(record: dict[str, Any]) -> dict[str, Any]:

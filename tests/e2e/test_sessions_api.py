@@ -16,6 +16,7 @@ import pytest
 from browser_use_sdk import BrowserUseError
 from browser_use_sdk.v3 import AsyncBrowserUse
 
+from tests.e2e.servers import running_server
 from tests.support.polling import wait_for_status
 from tests.support.server import ServerProcess
 
@@ -33,17 +34,8 @@ MESSAGE_FIELDS = {"id", "sessionId", "role", "type", "summary", "data", "screens
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("api-home")
-    process = ServerProcess(home=home, env={"CLOUD_MAX_COST_FACTOR": "0.5"}).start()
-    yield process
-    process.stop()
-    assert not process.leftovers()
-
-
-@pytest.fixture
-def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.base_url, timeout=30) as client:
-        yield client
+    with running_server(tmp_path_factory.mktemp("api-home"), {"CLOUD_MAX_COST_FACTOR": "0.5"}) as process:
+        yield process
 
 
 @pytest.fixture

@@ -23,22 +23,14 @@ from playwright.async_api import async_playwright
 from websockets.asyncio.client import ClientConnection
 from websockets.typing import Subprotocol
 
-from tests.e2e.browser_support import (
-    cdp_evaluate,
-    cdp_navigate,
-    create_browser,
-    fixture_site,
-    needs_display,
-    start_isolated_server,
-    stop_browser,
-)
+from tests.e2e.browser_support import cdp_evaluate, cdp_navigate, create_browser, needs_display, stop_browser
+from tests.e2e.servers import raw_browser, running_server
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
 
 API_KEY = "takeover-key"
-AUTH = {"Authorization": f"Bearer {API_KEY}"}
 CHROMIUM = "/usr/bin/chromium"
 RECORDER = """
 window.__seen = [];
@@ -50,31 +42,17 @@ QUIET_S = 1.5  # how long dropped input is given to show up anyway
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    process = start_isolated_server(tmp_path_factory.mktemp("takeover-home"), slots=1, API_KEY=API_KEY)
-    yield process
-    process.stop()
-    assert not process.leftovers()
-
-
-@pytest.fixture(scope="module")
-def pages() -> Iterator[ThreadedServer]:
-    with fixture_site() as served:
-        yield served
-
-
-@pytest.fixture
-def http(server: ServerProcess) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.base_url, headers=AUTH, timeout=60) as client:
-        yield client
+    with running_server(tmp_path_factory.mktemp("takeover-home"), {"API_KEY": API_KEY}) as process:
+        yield process
 
 
 @pytest.fixture
 def browser(http: httpx.Client, pages: ThreadedServer) -> Iterator[dict[str, Any]]:
-    created = create_browser(http)
-    cdp_navigate(created["cdpUrl"], f"{pages.url}/hello")
-    cdp_evaluate(created["cdpUrl"], RECORDER)
-    yield created
-    stop_browser(http, created["id"])
+    """A raw browser showing the text page, with a recorder of the key presses and clicks the page receives."""
+    with raw_browser(http) as created:
+        cdp_navigate(created["cdpUrl"], f"{pages.url}/hello")
+        cdp_evaluate(created["cdpUrl"], RECORDER)
+        yield created
 
 
 def seen(browser: dict[str, Any]) -> list[str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -20,13 +19,12 @@ from tests.e2e.browser_support import (
     cdp_evaluate,
     cdp_navigate,
     create_browser,
-    fixture_site,
     needs_display,
     stack_process_names,
     stack_processes,
-    start_isolated_server,
     stop_browser,
 )
+from tests.e2e.servers import api_client, running_server
 from tests.fakes.llm_server import FakeProvider
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.server import ServerProcess, wait_until
@@ -34,12 +32,6 @@ from tests.support.server import ServerProcess, wait_until
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
 
 MODEL = "claude-sonnet-5"
-
-
-@pytest.fixture(scope="module")
-def pages() -> Iterator[ThreadedServer]:
-    with fixture_site() as served:
-        yield served
 
 
 def details(server: ServerProcess) -> dict[str, Any]:
@@ -90,8 +82,7 @@ def user_data_dir(proc: psutil.Process) -> Path:
 
 
 def test_a_spare_waits_at_idle_and_is_not_a_session(tmp_path: Path) -> None:
-    server = start_isolated_server(tmp_path / "home", slots=2, PREWARM_SLOTS="1")
-    try:
+    with running_server(tmp_path / "home", {"PREWARM_SLOTS": "1"}, slots=2) as server:
         spare = ready_spare(server)
         health = details(server)
         assert health["spares"]["count"] == 1 and health["spares"]["wanted"] == 1
@@ -102,72 +93,63 @@ def test_a_spare_waits_at_idle_and_is_not_a_session(tmp_path: Path) -> None:
         names = stack_process_names(server)
         assert {"Xvfb", "chromium"} <= names and not names & {"x11vnc", "websockify"}  # live view off
         chromium_of(server, spare["index"])
-    finally:
-        server.stop()
-    assert not server.leftovers(), [p.name() for p in server.leftovers()]
 
 
 def test_prewarm_off_leaves_no_browser_at_idle(tmp_path: Path) -> None:
-    server = start_isolated_server(tmp_path / "home", slots=2, PREWARM_SLOTS="0")
-    try:
+    with running_server(tmp_path / "home", {"PREWARM_SLOTS": "0"}, slots=2) as server:
         health = details(server)  # start-up is complete when /health answers: nothing is pending
         assert health["spares"] == {"wanted": 0, "count": 0, "pssMib": 0.0, "slots": []}
         assert stack_processes(server) == []
-    finally:
-        server.stop()
 
 
 def test_a_spare_is_never_reused(tmp_path: Path, pages: ThreadedServer) -> None:
     """Browser A dirties its browser; B, served from the next spare, sees none of it in a fresh profile."""
-    server = start_isolated_server(tmp_path / "home", slots=2, PREWARM_SLOTS="1")
-    try:
-        with httpx.Client(base_url=server.base_url, timeout=60) as http:
-            first_spare = ready_spare(server)
-            a = create_browser(http)
-            health = details(server)
-            assert [(s["index"], s["owner"]) for s in health["slots"]] == [(first_spare["index"], f"browser {a['id']}")]
-            a_chromium = chromium_of(server, first_spare["index"])
-            a_dir = user_data_dir(a_chromium)
-            (a_dir / "written-by-a").write_text("a")
-            page = f"{pages.url}/hello"
-            cdp_navigate(a["cdpUrl"], page)
-            cdp_evaluate(a["cdpUrl"], "document.cookie = 'who=a; max-age=3600'; localStorage.setItem('who', 'a')")
-            assert cdp_evaluate(a["cdpUrl"], "document.cookie + ' ' + localStorage.getItem('who')") == "who=a a"
+    with (
+        running_server(tmp_path / "home", {"PREWARM_SLOTS": "1"}, slots=2) as server,
+        api_client(server) as http,
+    ):
+        first_spare = ready_spare(server)
+        a = create_browser(http)
+        health = details(server)
+        assert [(s["index"], s["owner"]) for s in health["slots"]] == [(first_spare["index"], f"browser {a['id']}")]
+        a_chromium = chromium_of(server, first_spare["index"])
+        a_dir = user_data_dir(a_chromium)
+        (a_dir / "written-by-a").write_text("a")
+        page = f"{pages.url}/hello"
+        cdp_navigate(a["cdpUrl"], page)
+        cdp_evaluate(a["cdpUrl"], "document.cookie = 'who=a; max-age=3600'; localStorage.setItem('who', 'a')")
+        assert cdp_evaluate(a["cdpUrl"], "document.cookie + ' ' + localStorage.getItem('who')") == "who=a a"
 
-            next_spare = ready_spare(server)  # started on the other slot while A runs
-            assert next_spare["index"] != first_spare["index"]
-            spare_chromium = chromium_of(server, next_spare["index"])
-            stop_browser(http, a["id"])
-            wait_until(lambda: not a_chromium.is_running(), 30, what="A's Chromium to exit")
+        next_spare = ready_spare(server)  # started on the other slot while A runs
+        assert next_spare["index"] != first_spare["index"]
+        spare_chromium = chromium_of(server, next_spare["index"])
+        stop_browser(http, a["id"])
+        wait_until(lambda: not a_chromium.is_running(), 30, what="A's Chromium to exit")
 
-            b = create_browser(http)
-            assert [(s["index"], s["owner"]) for s in details(server)["slots"]] == [
-                (next_spare["index"], f"browser {b['id']}")
-            ]
-            b_chromium = chromium_of(server, next_spare["index"])
-            assert b_chromium.pid == spare_chromium.pid  # handed over warm, not started cold
-            b_dir = user_data_dir(b_chromium)
-            assert b_dir != a_dir and not (b_dir / "written-by-a").exists()
-            assert not (a_dir / "written-by-a").exists()  # A's dir was wiped (a new spare may be starting there)
+        b = create_browser(http)
+        assert [(s["index"], s["owner"]) for s in details(server)["slots"]] == [
+            (next_spare["index"], f"browser {b['id']}")
+        ]
+        b_chromium = chromium_of(server, next_spare["index"])
+        assert b_chromium.pid == spare_chromium.pid  # handed over warm, not started cold
+        b_dir = user_data_dir(b_chromium)
+        assert b_dir != a_dir and not (b_dir / "written-by-a").exists()
+        assert not (a_dir / "written-by-a").exists()  # A's dir was wiped (a new spare may be starting there)
 
-            cdp = CdpClient(b["cdpUrl"])
-            try:
-                assert cdp.call("Storage.getCookies")["cookies"] == []
-                history = cdp.call("Page.getNavigationHistory", session=cdp.page_session())
-                assert [entry["url"] for entry in history["entries"]] == ["about:blank"]
-            finally:
-                cdp.close()
-            cdp_navigate(b["cdpUrl"], page)
-            assert cdp_evaluate(b["cdpUrl"], "document.cookie + '|' + localStorage.getItem('who')") == "|null"
-            stop_browser(http, b["id"])
-    finally:
-        server.stop()
-    assert not server.leftovers(), [p.name() for p in server.leftovers()]
+        cdp = CdpClient(b["cdpUrl"])
+        try:
+            assert cdp.call("Storage.getCookies")["cookies"] == []
+            history = cdp.call("Page.getNavigationHistory", session=cdp.page_session())
+            assert [entry["url"] for entry in history["entries"]] == ["about:blank"]
+        finally:
+            cdp.close()
+        cdp_navigate(b["cdpUrl"], page)
+        assert cdp_evaluate(b["cdpUrl"], "document.cookie + '|' + localStorage.getItem('who')") == "|null"
+        stop_browser(http, b["id"])
 
 
 def test_a_killed_spare_chromium_is_never_handed_over(tmp_path: Path, fake: FakeProvider) -> None:
-    server = start_isolated_server(tmp_path / "home", slots=1, PREWARM_SLOTS="1", **fake.env())
-    try:
+    with running_server(tmp_path / "home", {**fake.env(), "PREWARM_SLOTS": "1"}) as server:
         spare = ready_spare(server)
         killed = chromium_of(server, spare["index"])
         os.kill(killed.pid, signal.SIGKILL)
@@ -176,14 +158,10 @@ def test_a_killed_spare_chromium_is_never_handed_over(tmp_path: Path, fake: Fake
         assert ended["status"] == "stopped" and ended["isTaskSuccessful"], ended["lastStepSummary"]
         fresh = ready_spare(server)  # the released slot became a new spare
         assert chromium_of(server, fresh["index"]).pid != killed.pid
-    finally:
-        server.stop()
-    assert not server.leftovers(), [p.name() for p in server.leftovers()]
 
 
 def test_sessions_take_spares_and_the_server_leaves_nothing_behind(tmp_path: Path, fake: FakeProvider) -> None:
-    server = start_isolated_server(tmp_path / "home", slots=2, PREWARM_SLOTS="1", **fake.env())
-    try:
+    with running_server(tmp_path / "home", {**fake.env(), "PREWARM_SLOTS": "1"}, slots=2, check_temp=True) as server:
         for _ in range(2):
             spare = ready_spare(server)
             spare_pid = chromium_of(server, spare["index"]).pid
@@ -193,7 +171,3 @@ def test_sessions_take_spares_and_the_server_leaves_nothing_behind(tmp_path: Pat
             assert f"Handing spare slot {spare['index']} over" in server.log()
             wait_until(partial(_gone, spare_pid), 60, what="the session's browser to be torn down")
         ready_spare(server)
-    finally:
-        server.stop()
-    assert not server.leftovers(), [p.name() for p in server.leftovers()]
-    assert not server.temp_leftovers(), server.temp_leftovers()

@@ -47,11 +47,11 @@ async def harness_factory(tmp_path: Path) -> AsyncIterator[HarnessFactory]:
     """Build a harness; every manager is shut down (and checked for leftovers) at the end of the test."""
     built: list[Harness] = []
 
-    async def build(capacity: int = 2, **settings: object) -> Harness:
+    async def build(capacity: int = 2, repo: type[SessionRepo] = SessionRepo, **settings: object) -> Harness:
         config = Settings(OPENBROWSE_HOME=tmp_path, **settings)  # type: ignore[arg-type]
         db = Database(config.db_path)
         await db.open()
-        sessions, feed, profiles = SessionRepo(db), FeedRepo(db), HookedProfiles(db)
+        sessions, feed, profiles = repo(db), FeedRepo(db), HookedProfiles(db)
         pool, engines = FakePool(capacity), Engines()
         runtime = WorkerRuntime(
             config, sessions, feed, pool, make_engine=engines.make, policy=AnyRunStarts(),

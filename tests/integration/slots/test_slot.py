@@ -16,7 +16,8 @@ from websockets.typing import Subprotocol
 from openbrowse.config import Settings
 from openbrowse.errors import BrowserUnavailable, ProcessDied, ProcessStartError
 from openbrowse.slots.probes import loopback_http_json
-from openbrowse.slots.slot import START_STAGES, Slot, SlotState
+from openbrowse.slots.slot import Slot, SlotState
+from openbrowse.slots.slot_children import START_STAGES
 
 from .conftest import instance_processes, live_children, needs_display, open_fds
 

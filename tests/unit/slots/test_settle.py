@@ -52,17 +52,20 @@ def test_cpu_seconds_of_gone_processes_is_zero() -> None:
     assert cpu_seconds([process.pid]) == 0.0
 
 
-async def test_an_idle_tree_settles_in_one_window(sleeper: subprocess.Popen[bytes]) -> None:
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    await settle([sleeper.pid])
-    assert loop.time() - started < settle_module.SETTLE_LIMIT_S
+async def test_an_idle_tree_settles_before_the_limit(
+    sleeper: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With the limit far away, returning at all means the tree was seen quiet (a loaded host only slows the windows).
+    monkeypatch.setattr(settle_module, "SETTLE_LIMIT_S", 600.0)
+    await asyncio.wait_for(settle([sleeper.pid]), timeout=60)
 
 
 async def test_a_busy_tree_is_waited_for_until_the_limit(
     spinner: subprocess.Popen[bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(settle_module, "SETTLE_LIMIT_S", 0.8)
+    # Any CPU tick in a window counts as busy: a spinner starved by a loaded host still gets some.
+    monkeypatch.setattr(settle_module, "QUIET_CORES", 0.001)
     loop = asyncio.get_running_loop()
     started = loop.time()
     await settle([spinner.pid])

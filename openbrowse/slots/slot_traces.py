@@ -1,0 +1,77 @@
+"""SlotTraces: what a slot leaves on the machine, made fresh before each start and cleared after each teardown.
+
+Before a start the slot's directory (the profile, ``downloads/``, ``uploads/``) and its scratch dir are wiped and
+made empty, and the directory is registered with the ledger so a crashed server's successor can remove it.
+After the children are gone, anything still carrying the slot's environment tag is killed (Chromium's crashpad
+handlers run in their own process groups), SysV shared-memory segments whose creator was killed (x11vnc) are
+removed, the scratch dir is deleted and the directory handed to a background janitor (:mod:`.slot_files`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from openbrowse.slots.chromium import prepare_fresh_dir
+from openbrowse.slots.ledger import kill_tagged
+from openbrowse.slots.process import ManagedProcess
+from openbrowse.slots.slot_files import DirectoryJanitor
+from openbrowse.slots.sysv_shm import KilledCreators, remove_orphan_segments
+
+if TYPE_CHECKING:
+    from openbrowse.slots.ledger import Ledger
+
+__all__ = ["SlotTraces"]
+
+logger = logging.getLogger(__name__)
+
+
+class SlotTraces:
+    """The files and leftovers of slot ``index``; :meth:`aclose` waits for the janitor's deletions."""
+
+    def __init__(self, index: int, tag: str, directory: Path, temp_dir: Path, ledger: Ledger | None) -> None:
+        self.index = index
+        self.tag = tag
+        self.directory = directory
+        self.temp_dir = temp_dir
+        self._ledger = ledger
+        self._janitor = DirectoryJanitor(f"slot-{index}")
+        self._killed = KilledCreators()
+
+    async def prepare(self, folders: Sequence[Path]) -> None:
+        """Fresh, empty directories for a start; ``folders`` are made inside the slot directory afterwards."""
+        if self._ledger is not None:
+            self._ledger.add_dir(self.directory)
+        # the sandbox binds the fresh dirs (and hands them to its uid), so they come first
+        await asyncio.to_thread(prepare_fresh_dir, self.directory)
+        await asyncio.to_thread(prepare_fresh_dir, self.temp_dir)
+        for folder in folders:
+            folder.mkdir()
+
+    def child_exited(self, process: ManagedProcess) -> None:
+        if process.returncode is not None and process.returncode < 0:  # killed: x11vnc leaves its SysV shm
+            self._killed.killed(process.pid, process.started_at)
+
+    async def clear(self) -> None:
+        """Once every child is closed: kill tagged leftovers, free orphaned segments, remove the directories."""
+        try:
+            leftovers = await asyncio.to_thread(kill_tagged, self.tag)
+        except Exception:
+            logger.exception("Slot %d: sweeping tagged leftovers failed", self.index)
+        else:
+            if leftovers:
+                logger.debug("Slot %d: killed leftover helpers %s", self.index, leftovers)
+        if killed := self._killed.take():  # Xvfb is gone: nothing holds their segments any more
+            await asyncio.to_thread(remove_orphan_segments, killed)
+        await asyncio.to_thread(shutil.rmtree, self.temp_dir, True)
+        self._janitor.discard(self.directory)
+        if self._ledger is not None:
+            self._ledger.remove_dir(self.directory)
+
+    async def aclose(self) -> None:
+        """Wait until the old slot directories are deleted."""
+        await self._janitor.aclose()
