@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 from browser_use_sdk.v3 import AsyncBrowserUse
 
+from openbrowse.bootstrap import prepare_process_environment
 from tests.support.server import ServerProcess
+
+# browser-use stays quiet and offline in the test process too (telemetry, version check, cloud sync, logging set-up):
+# the server's own switches, set before the first import of it below.
+prepare_process_environment()
 
 # browser-use makes a downloads dir in the temp dir when it is imported (its default profile) and never removes
 # it; test modules import it in every worker, so the import happens here, inside a temp dir that is then removed.

@@ -181,12 +181,8 @@ async def test_browser_use_connects_through_the_proxy(
     http: httpx.Client,
     browser: dict[str, Any],
     pages: ThreadedServer,
-    monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
-    for name in ("ANONYMIZED_TELEMETRY", "BROWSER_USE_VERSION_CHECK", "BROWSER_USE_CLOUD_SYNC"):
-        monkeypatch.setenv(name, "false")
-    monkeypatch.setenv("BROWSER_USE_SETUP_LOGGING", "false")
     from browser_use import BrowserSession
 
     token = browser["cdpUrl"].split("token=")[1]

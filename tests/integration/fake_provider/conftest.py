@@ -1,24 +1,14 @@
-"""Fixtures of the fake LLM provider's tests; browser-use is kept quiet and offline before any test module imports
-it."""
+"""Fixtures of the fake LLM provider's tests (browser-use is kept quiet and offline by ``tests/conftest.py``)."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
-import os
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
 
-for _name, _value in {
-    "ANONYMIZED_TELEMETRY": "false",
-    "BROWSER_USE_VERSION_CHECK": "false",
-    "BROWSER_USE_CLOUD_SYNC": "false",
-    "BROWSER_USE_SETUP_LOGGING": "false",
-}.items():
-    os.environ.setdefault(_name, _value)
-
-from tests.fakes.llm_server import FakeProvider  # noqa: E402  (after the switches above)
+from tests.fakes.llm_server import FakeProvider
 
 
 @pytest.fixture(autouse=True)
