@@ -143,6 +143,7 @@ async def main() -> None:
         settings = Settings(
             OPENBROWSE_HOME=SCRATCH, ANTHROPIC_API_KEY="fake", ANTHROPIC_BASE_URL=fake.anthropic_base_url,
             SLOT_BASE_INDEX=160,
+            NETWORK_POLICY="open",  # the fixture shop is on loopback, which the default policy refuses
         )  # fmt: skip
         async with Database(settings.db_path) as db, SlotPool(settings, base_index=160, size=1) as pool:
             for n in range(args.iterations):

@@ -174,6 +174,7 @@ async def main() -> None:
         settings = Settings(
             OPENBROWSE_HOME=scratch, ANTHROPIC_API_KEY="fake", ANTHROPIC_BASE_URL=fake.anthropic_base_url,
             SLOT_BASE_INDEX=150,
+            NETWORK_POLICY="open",  # the fixture shop is on loopback, which the default policy refuses
         )  # fmt: skip
         results = Results()
         async with Database(settings.db_path) as db, SlotPool(settings, base_index=150, size=1) as pool:
