@@ -59,8 +59,15 @@ def probe(path: Path) -> dict[str, Any]:
 
 
 def recorders(server: ServerProcess) -> list[psutil.Process]:
-    assert server.process is not None
-    return [p for p in psutil.Process(server.process.pid).children(recursive=True) if p.name() == "ffmpeg"]
+    """The server's ffmpeg processes (a child that exits while they are listed is left out)."""
+    found = []
+    for proc in server.children():
+        try:
+            if proc.name() == "ffmpeg":
+                found.append(proc)
+        except psutil.NoSuchProcess:
+            continue
+    return found
 
 
 def start_held_turn(server: ServerProcess, fake: FakeProvider, marker: str, **body: Any) -> tuple[dict[str, Any], Gate]:
