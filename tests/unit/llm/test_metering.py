@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar
 
 import pytest
 from browser_use.llm.base import BaseChatModel
@@ -13,6 +13,7 @@ from browser_use.llm.views import ChatInvokeCompletion, ChatInvokeUsage
 from pydantic import BaseModel
 
 from openbrowse.llm.catalog import MODELS
+from openbrowse.llm.chat_model import ChatModel
 from openbrowse.llm.usage.costs import CallUsage, CostLedger
 from openbrowse.llm.usage.metering import MeteredChatModel, attach_usage, attached_usage, sum_usage
 
@@ -34,7 +35,7 @@ class Answer(BaseModel):
     value: int
 
 
-class Scripted(BaseChatModel):
+class Scripted(ChatModel):
     """An in-process chat model: returns or raises what it is told, records the kwargs it got."""
 
     model = "claude-sonnet-5"
@@ -47,22 +48,8 @@ class Scripted(BaseChatModel):
     def provider(self) -> str:
         return "scripted"
 
-    @property
-    def name(self) -> str:
-        return self.model
-
-    @overload
-    async def ainvoke(
-        self, messages: list[BaseMessage], output_format: None = None, **kwargs: Any
-    ) -> ChatInvokeCompletion[str]: ...
-
-    @overload
-    async def ainvoke(
-        self, messages: list[BaseMessage], output_format: type[T], **kwargs: Any
-    ) -> ChatInvokeCompletion[T]: ...
-
-    async def ainvoke(
-        self, messages: list[BaseMessage], output_format: type[T] | None = None, **kwargs: Any
+    async def _complete(
+        self, messages: list[BaseMessage], output_format: type[T] | None, **kwargs: Any
     ) -> ChatInvokeCompletion[T] | ChatInvokeCompletion[str]:
         self.kwargs.append({"output_format": output_format, **kwargs})
         if isinstance(self.outcome, Exception):
