@@ -14,16 +14,18 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import ToolAnnotations
+from mcp_types import ImageContent, TextContent, ToolAnnotations
 
+from openbrowse.api.mcp_endpoint import SESSION_HEADER
 from openbrowse.mcpbrowser.backend import BrowserToolsBackend
 from openbrowse.mcpbrowser.pages import ToolFailure
-from openbrowse.mcpbrowser.tools import CATALOG, BrowserTool, Content
+from openbrowse.mcpbrowser.tools import CATALOG, BrowserTool
 
-__all__ = ["SESSION_HEADER", "owner_of", "register_browser_tools"]
+__all__ = ["owner_of", "register_browser_tools"]
 
-SESSION_HEADER = "mcp-session-id"
 Backend = Callable[[], BrowserToolsBackend]
+Content = list[TextContent | ImageContent]
+"""A browser tool's reply (``mcpbrowser.tools`` makes it; the SDK reads this annotation at runtime)."""
 
 
 class BrowserToolFailed(ToolError):

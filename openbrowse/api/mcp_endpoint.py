@@ -1,7 +1,11 @@
 """``/v3/mcp``: MCP over streamable HTTP, served in-process by the official ``mcp`` SDK (spec §23.1).
 
-The SDK's session manager runs for the app's whole lifespan (entered by :func:`mcp_lifespan`); requests reach its
-ASGI handler through :class:`McpGate`, which asks for the same credentials as every ``/v3`` route (the API key as
+The SDK is loaded on the first ``/v3/mcp`` request (:class:`McpEndpoint`, with ``api/mcp_server.py``), not at
+start-up: it costs about 0.6 s of boot and 26 MiB of memory that a server no MCP client talks to would pay for
+nothing. That first request waits for the load (once per server process); later ones do not.
+
+Its session manager then runs until the app shuts down; requests reach the SDK's ASGI handler through
+:class:`McpGate`, which asks for the same credentials as every ``/v3`` route (the API key as
 ``X-Browser-Use-API-Key`` or Bearer, through the same failure throttle). The Host and Origin rules of §2.2 are the
 app-wide :class:`~openbrowse.api.origin_guard.BrowserGuard`'s, which runs before this gate; the SDK's own DNS
 rebinding check is switched off rather than given a second allow-list that would refuse hosts ours allows
@@ -10,40 +14,35 @@ rebinding check is switched off rather than given a second allow-list that would
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import importlib
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
-from mcp.server.mcpserver import MCPServer
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import HTTPConnection
+from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from openbrowse import __version__
 from openbrowse.api.auth import AuthFailed, AuthThrottled
 from openbrowse.api.deps import authenticator_of
 from openbrowse.api.errors import auth_refusal
-from openbrowse.api.mcp_browser_tools import SESSION_HEADER, register_browser_tools
-from openbrowse.api.mcp_tools import register_session_tools
 from openbrowse.mcpbrowser.backend import BrowserToolsBackend
-from openbrowse.profiles.service import ProfileService
-from openbrowse.sessions.manager import SessionManager
 
-__all__ = ["MCP_PATH", "McpGate", "install_mcp", "mcp_lifespan"]
+if TYPE_CHECKING:
+    from openbrowse.api.mcp_server import LoadedMcp
+
+__all__ = ["MCP_PATH", "SESSION_HEADER", "McpEndpoint", "McpGate", "install_mcp", "mcp_lifespan"]
 
 MCP_PATH = "/v3/mcp"
+SESSION_HEADER = "mcp-session-id"
 OWNER_IDLE_S = 30 * 60
 """An MCP client silent this long has its private browser context closed; its next call gets a fresh one."""
-INSTRUCTIONS = (
-    "OpenBrowse runs browser-agent sessions on this machine. run_session (or run_task) starts one and answers at "
-    "once with its id and liveUrl; wait_for_session waits for it to finish; send_task gives it a follow-up. "
-    "The browser tools (list_pages, navigate_page, take_snapshot, click, fill, …) drive a browser of your own, "
-    "private to this MCP session, or a raw browser given by browserId."
-)
+SDK_MODULE = "openbrowse.api.mcp_server"
 
 
 class McpGate:
@@ -93,38 +92,85 @@ class McpGate:
         await self._inner(scope, receive, send_after_release)
 
 
-def _session_manager(server: MCPServer[Any]) -> StreamableHTTPSessionManager:
-    # Building the SDK's Starlette app creates its session manager; only the manager and its handler are used.
-    server.streamable_http_app(
-        streamable_http_path=MCP_PATH,
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-    )
-    return server.session_manager
+class McpEndpoint:
+    """The SDK's request handler, loaded and started by the first request and stopped with the app.
+
+    The SDK's session manager is an anyio task group that must be entered and left by one task, so it runs in a
+    task of this object's own (started by the first request, awaited by :meth:`aclose` at shutdown) rather than in
+    the request that happened to load it.
+    """
+
+    def __init__(self, app: FastAPI) -> None:
+        self._app = app
+        self._lock = asyncio.Lock()
+        self._stop = asyncio.Event()
+        self._loaded: LoadedMcp | None = None
+        self._runner: asyncio.Task[None] | None = None
+
+    @property
+    def loaded(self) -> LoadedMcp | None:
+        """The SDK's server once a request has loaded it (``None`` before)."""
+        return self._loaded
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        handler = await self._handler()
+        if handler is None:
+            refusal = JSONResponse({"detail": "The server is shutting down."}, status_code=503)
+            await refusal(scope, receive, send)
+            return
+        await handler(scope, receive, send)
+
+    async def _handler(self) -> ASGIApp | None:
+        if self._loaded is not None:
+            return self._loaded.handler
+        async with self._lock:
+            if self._loaded is None and not self._stop.is_set():
+                module = await asyncio.to_thread(importlib.import_module, SDK_MODULE)
+                if self._stop.is_set():  # shut down while the SDK loaded
+                    return None
+                loaded: LoadedMcp = module.build_mcp_server(self._app)
+                started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                self._runner = asyncio.create_task(self._serve(loaded, started), name="mcp-sessions")
+                await asyncio.shield(started)
+                self._loaded = loaded
+        return self._loaded.handler if self._loaded is not None else None
+
+    async def _serve(self, loaded: LoadedMcp, started: asyncio.Future[None]) -> None:
+        try:
+            async with loaded.sessions.run():
+                started.set_result(None)
+                await self._stop.wait()
+        except BaseException as exc:
+            if not started.done():
+                started.set_exception(exc)
+            raise
+
+    async def aclose(self) -> None:
+        """Stop the SDK's sessions if a request started them; later requests are refused with 503."""
+        self._stop.set()
+        if self._runner is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._runner)
 
 
-def install_mcp(app: FastAPI) -> MCPServer[Any]:
-    """Serve ``/v3/mcp`` on ``app``; its tools use the services the lifespan puts on ``app.state``."""
-    server: MCPServer[Any] = MCPServer("OpenBrowse", version=__version__, instructions=INSTRUCTIONS)
-
-    def services() -> tuple[SessionManager, ProfileService]:
-        return app.state.manager, app.state.profiles
-
-    register_session_tools(server, services)
-    register_browser_tools(server, lambda: app.state.browser_tools)
-    handler = StreamableHTTPASGIApp(_session_manager(server))
-    gate = app.state.mcp_gate = McpGate(app, handler)  # an ASGI app: Starlette passes it the raw scope
+def install_mcp(app: FastAPI) -> McpEndpoint:
+    """Serve ``/v3/mcp`` on ``app`` (the SDK loads on the first request); its tools use the services the lifespan
+    puts on ``app.state``."""
+    endpoint = app.state.mcp = McpEndpoint(app)
+    gate = app.state.mcp_gate = McpGate(app, endpoint)  # an ASGI app: Starlette passes it the raw scope
     app.router.routes.append(Route(MCP_PATH, gate, methods=["GET", "POST", "DELETE"], include_in_schema=False))
-    app.state.mcp = server
-    return server
+    return endpoint
 
 
 @asynccontextmanager
 async def mcp_lifespan(
-    server: MCPServer[Any], browser_tools: BrowserToolsBackend | None = None, gate: McpGate | None = None
+    endpoint: McpEndpoint, browser_tools: BrowserToolsBackend | None = None, gate: McpGate | None = None
 ) -> AsyncIterator[None]:
-    """The SDK's session manager, for the app's lifespan (it can be run once per manager)."""
+    """The MCP endpoint for the app's lifespan: its SDK sessions, if any were started, end when the app does."""
     if browser_tools is not None and gate is not None:
         # an owner whose client has been silent for OWNER_IDLE_S (gone without ending its session) is released
         browser_tools.live_owners = lambda: gate.recently_used(OWNER_IDLE_S)
-    async with server.session_manager.run():
+    try:
         yield
+    finally:
+        await endpoint.aclose()

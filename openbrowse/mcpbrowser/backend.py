@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from playwright.async_api import Error as PlaywrightError
 from pydantic import ValidationError
@@ -22,8 +22,11 @@ from openbrowse.mcpbrowser.pages import OwnerPages, ToolFailure
 from openbrowse.mcpbrowser.raw import RawBrowsers
 from openbrowse.mcpbrowser.shared import SharedBrowser
 from openbrowse.mcpbrowser.tool_args import ToolArgs
-from openbrowse.mcpbrowser.tools import CATALOG, BrowserTool, Content
+from openbrowse.mcpbrowser.tools import CATALOG, BrowserTool
 from openbrowse.shielding import run_shielded
+
+if TYPE_CHECKING:
+    from openbrowse.mcpbrowser.tools import Content
 
 __all__ = ["BrowserToolsBackend"]
 

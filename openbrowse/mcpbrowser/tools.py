@@ -12,18 +12,22 @@ import base64
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mcp_types import ImageContent, TextContent
 from pydantic import BaseModel
 
 from openbrowse.control import page_log
 from openbrowse.mcpbrowser import tool_args as args
 from openbrowse.mcpbrowser.pages import OwnerPages, ToolFailure
 
-__all__ = ["CATALOG", "BrowserTool", "Content"]
+if TYPE_CHECKING:
+    # Only the replies are MCP types, and replies are only made once a /v3/mcp request has loaded the SDK (see
+    # api/mcp_endpoint.py): the server starts without it.
+    from mcp_types import ImageContent, TextContent
 
-Content = list[TextContent | ImageContent]
+    Content = list[TextContent | ImageContent]
+
+__all__ = ["CATALOG", "BrowserTool", "Content"]
 DEFAULT_TIMEOUT_MS = 10_000
 ACTION_TIMEOUT_MS = 5_000
 MAX_RESULT_CHARS = 40_000
@@ -55,6 +59,8 @@ class _Reply:
         text = "\n".join(self.lines)
         if len(text) > MAX_RESULT_CHARS:
             text = text[:MAX_RESULT_CHARS] + "\n… (truncated)"
+        from mcp_types import TextContent  # loaded with the SDK (see the note at the imports)
+
         blocks: Content = [TextContent(type="text", text=text)]
         blocks.extend(self.images)
         return blocks
@@ -177,6 +183,8 @@ async def take_screenshot(pages: OwnerPages, call: args.TakeScreenshotArgs) -> C
         path = await pages.write_file(call.filePath, data)
         return reply.say(f"Took a screenshot of {what}. Saved screenshot to {path}.").content()
     reply.say(f"Took a screenshot of {what}.")
+    from mcp_types import ImageContent  # loaded with the SDK (see the note at the imports)
+
     reply.images.append(
         ImageContent(type="image", data=base64.b64encode(data).decode(), mime_type=f"image/{call.format}")
     )

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from tests.support import loopback
 from tests.support.server import ServerProcess
 
 if TYPE_CHECKING:
@@ -25,14 +26,14 @@ def token(prefix: str) -> str:
 
 
 def create(server: ServerProcess, **body: Any) -> dict[str, Any]:
-    response = httpx.post(f"{server.v3}/sessions", json=body, timeout=30)
+    response = loopback.post(f"{server.v3}/sessions", json=body, timeout=30)
     assert response.status_code == 200, response.text
     data: dict[str, Any] = response.json()
     return data
 
 
 def get(server: ServerProcess, session_id: str) -> dict[str, Any]:
-    data: dict[str, Any] = httpx.get(f"{server.v3}/sessions/{session_id}", timeout=30).json()
+    data: dict[str, Any] = loopback.get(f"{server.v3}/sessions/{session_id}", timeout=30).json()
     return data
 
 
@@ -60,7 +61,7 @@ def wait_for_message(server: ServerProcess, session_id: str, predicate: Any, tim
 
 
 def messages(server: ServerProcess, session_id: str) -> list[dict[str, Any]]:
-    data = httpx.get(f"{server.v3}/sessions/{session_id}/messages", params={"limit": 1000}, timeout=30).json()
+    data = loopback.get(f"{server.v3}/sessions/{session_id}/messages", params={"limit": 1000}, timeout=30).json()
     result: list[dict[str, Any]] = data["messages"]
     return result
 
@@ -72,7 +73,7 @@ def data_of(message: dict[str, Any]) -> dict[str, Any]:
 
 def stop(server: ServerProcess, session_id: str, strategy: str | None = None) -> dict[str, Any]:
     body = {"strategy": strategy} if strategy else None
-    response = httpx.post(f"{server.v3}/sessions/{session_id}/stop", json=body, timeout=60)
+    response = loopback.post(f"{server.v3}/sessions/{session_id}/stop", json=body, timeout=60)
     assert response.status_code == 200, response.text
     data: dict[str, Any] = response.json()
     return data

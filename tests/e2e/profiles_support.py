@@ -11,17 +11,18 @@ from tests.e2e.agent_support import agent_steps, create, data_of, messages, toke
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.login_site import LoginSite
+from tests.support import loopback
 from tests.support.server import ServerProcess
 
 
 def new_profile(server: ServerProcess, name: str = "p") -> str:
-    response = httpx.post(f"{server.v3}/profiles", json={"name": name}, timeout=30)
+    response = loopback.post(f"{server.v3}/profiles", json={"name": name}, timeout=30)
     assert response.status_code == 201, response.text
     return str(response.json()["id"])
 
 
 def storage_state(server: ServerProcess, profile_id: str) -> dict[str, Any]:
-    response = httpx.get(f"{server.v3}/profiles/{profile_id}/storage-state", timeout=30)
+    response = loopback.get(f"{server.v3}/profiles/{profile_id}/storage-state", timeout=30)
     assert response.status_code == 200, response.text
     data: dict[str, Any] = response.json()
     return data
@@ -75,7 +76,7 @@ def gated_login(login: LoginSite, query: str, gate: Gate) -> list[Any]:
 
 
 def import_state(server: ServerProcess, profile_id: str, state: dict[str, Any]) -> httpx.Response:
-    return httpx.put(f"{server.v3}/profiles/{profile_id}/storage-state", json=state, timeout=30)
+    return loopback.put(f"{server.v3}/profiles/{profile_id}/storage-state", json=state, timeout=30)
 
 
 def cookie(name: str, value: str, **extra: Any) -> dict[str, Any]:

@@ -8,7 +8,6 @@ import os
 import time
 from pathlib import Path
 
-import httpx
 import psutil
 import pytest
 
@@ -32,6 +31,7 @@ from tests.fakes.llm_request import LLMRequest, find_index
 from tests.fakes.llm_script import agent_step, done, navigate
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
+from tests.support import loopback
 from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display]
@@ -310,7 +310,7 @@ def test_a_stop_ends_a_spinning_script_at_once_and_its_process_never_saw_a_secre
     assert host.uids().real not in {0, os.getuid()}, "the script host runs as the slot's own uid (spec §24.2)"
     environ = Path(f"/proc/{host.pid}/environ").read_bytes()
     assert b"_API_KEY" not in environ and b"OPENAI" not in environ and b"ANTHROPIC" not in environ
-    assert httpx.get(f"{agent_server.base_url}/health", timeout=5).status_code == 200, "the server's loop is free"
+    assert loopback.get(f"{agent_server.base_url}/health", timeout=5).status_code == 200, "the server's loop is free"
     started = time.monotonic()
     stop(agent_server, sid)
     finished = wait_until_status(agent_server, sid, {"stopped", "error"}, timeout=15)

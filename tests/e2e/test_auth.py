@@ -15,6 +15,7 @@ from browser_use_sdk.v3 import AsyncBrowserUse
 from websockets.exceptions import InvalidStatus
 
 from tests.conftest import StartServer
+from tests.support import loopback
 from tests.support.server import ServerProcess
 
 pytestmark = pytest.mark.e2e
@@ -99,7 +100,7 @@ def test_public_bind_without_api_key_refuses_to_start(tmp_path: object) -> None:
 def test_loopback_without_api_key_says_so(start_server: StartServer) -> None:
     server: ServerProcess = start_server()
     assert "serving without authentication" in server.log()
-    assert httpx.get(f"{server.v3}/sessions").status_code == 200
+    assert loopback.get(f"{server.v3}/sessions").status_code == 200
 
 
 async def test_websockets_check_credentials_before_accepting(start_server: StartServer) -> None:

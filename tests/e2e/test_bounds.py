@@ -18,6 +18,7 @@ from tests.e2e.agent_support import create, token, wait_until_status
 from tests.e2e.servers import running_server
 from tests.fakes.llm_script import Gate, done, structured
 from tests.fakes.llm_server import FakeProvider
+from tests.support import loopback
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -34,7 +35,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 
 def sessions_total(server: ServerProcess) -> int:
-    return int(httpx.get(f"{server.v3}/sessions").json()["total"])
+    return int(loopback.get(f"{server.v3}/sessions").json()["total"])
 
 
 def padded_task(size: int) -> bytes:
@@ -75,7 +76,7 @@ def test_a_body_over_one_mib_is_refused_before_it_is_read(server: ServerProcess)
     for method in ("POST", "GET"):  # only the headers are sent: the answer does not wait for the body
         assert announce_only(server, method, 5 * MIB).startswith(b"HTTP/1.1 413 "), method
     assert sessions_total(server) == before
-    exactly = httpx.post(f"{server.v3}/sessions", content=padded_task(MIB), timeout=30)
+    exactly = loopback.post(f"{server.v3}/sessions", content=padded_task(MIB), timeout=30)
     assert exactly.status_code == 200, exactly.text  # a shell whose task is 1 MiB of text, no provider key needed
     assert sessions_total(server) == before + 1
 
@@ -94,7 +95,7 @@ HUGE_NUMBERS = [
 @pytest.mark.parametrize(("body", "reason"), HUGE_NUMBERS)
 def test_a_number_json_cannot_carry_exactly_is_a_400(server: ServerProcess, body: str, reason: str) -> None:
     before = sessions_total(server)
-    answer = httpx.post(f"{server.v3}/sessions", content=body)
+    answer = loopback.post(f"{server.v3}/sessions", content=body)
     assert answer.status_code == 400, answer.text
     detail = answer.json()["detail"]
     assert detail.startswith("The request body holds a number JSON cannot carry exactly") and reason in detail
@@ -118,7 +119,7 @@ def test_non_json_constants_and_every_json_route_follow_the_number_rule(server: 
         ):
             answer = http.request(method, path, content=huge)
             assert answer.status_code == 400 and "too many digits" in answer.json()["detail"], (path, answer.text)
-    live = httpx.post(f"{server.base_url}/vnc/no-such-target/control", content=huge)
+    live = loopback.post(f"{server.base_url}/vnc/no-such-target/control", content=huge)
     assert live.status_code == 400 and "too many digits" in live.json()["detail"], live.text
 
 
@@ -203,4 +204,4 @@ def test_max_queued_refuses_the_next_run_and_the_next_browser(start_server: Star
         gate.open()
         wait_until_status(server, holder["id"], {"stopped"})
         wait_until_status(server, again.json()["id"], {"stopped"}, timeout=120)
-        wait_until(lambda: httpx.get(f"{server.base_url}/health/details").json()["queuedSessions"] == 0, 60)
+        wait_until(lambda: loopback.get(f"{server.base_url}/health/details").json()["queuedSessions"] == 0, 60)

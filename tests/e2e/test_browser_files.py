@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from playwright.async_api import async_playwright
 from starlette.applications import Starlette
@@ -23,6 +22,7 @@ from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_request import LLMRequest, find_index
 from tests.fakes.llm_script import agent_step, done, navigate
 from tests.fakes.llm_server import FakeProvider
+from tests.support import loopback
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.server import ServerProcess, wait_until
 
@@ -242,7 +242,7 @@ def test_upload_file_takes_only_the_sessions_own_files(
         ],
         when=agent_steps,
     )
-    session = httpx.post(
+    session = loopback.post(
         f"{server.v3}/sessions", json={"task": f"{marker} Upload my file at {site.url}/form"}, headers=AUTH, timeout=30
     )
     assert session.status_code == 200, session.text
@@ -264,7 +264,7 @@ def wait_until_status_with_key(server: ServerProcess, session_id: str) -> dict[s
     result: dict[str, Any] = {}
 
     def ended() -> bool:
-        result.update(httpx.get(f"{server.v3}/sessions/{session_id}", headers=AUTH, timeout=30).json())
+        result.update(loopback.get(f"{server.v3}/sessions/{session_id}", headers=AUTH, timeout=30).json())
         return result.get("status") in {"stopped", "error", "idle", "timed_out"}
 
     wait_until(ended, 120, interval=0.2, what=f"session {session_id} ending")
@@ -276,7 +276,7 @@ def test_the_agents_downloads_end_up_in_the_sessions_files(
 ) -> None:
     marker = token("DOWNLOAD")
     fake.script(marker, [navigate(f"{site.url}/report"), done("downloaded")], when=agent_steps)
-    session = httpx.post(
+    session = loopback.post(
         f"{server.v3}/sessions", json={"task": f"{marker} Download {site.url}/report"}, headers=AUTH, timeout=30
     )
     assert session.status_code == 200, session.text

@@ -33,6 +33,7 @@ from tests.e2e.browser_support import (
 )
 from tests.e2e.servers import running_server
 from tests.fakes.llm_server import FakeProvider
+from tests.support import loopback
 from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display, pytest.mark.timeout(240)]
@@ -292,7 +293,7 @@ async def test_tokens_expire_refresh_and_an_open_connection_outlives_its_token(
             assert time.monotonic() < deadline, "the token never expired"
             await asyncio.sleep(0.2)
         assert token_refused(cdp_url)
-        assert httpx.get(f"{version}?token={token}", headers=forwarded_for()).status_code == 401
+        assert loopback.get(f"{version}?token={token}", headers=forwarded_for()).status_code == 401
         assert await page.evaluate("1 + 1") == 2  # the connection opened with the token is still up
         await remote.close()
 
@@ -309,7 +310,7 @@ async def test_tokens_expire_refresh_and_an_open_connection_outlives_its_token(
         await ws.send('{"id": 1, "method": "Browser.getVersion"}')
         assert '"protocolVersion"' in await ws.recv()
     assert token_refused(base, subprotocols=["openbrowse", "openbrowse.bearer.wrong"])
-    answer = httpx.get(version, headers={"Authorization": f"Bearer {renewed['token']}"})
+    answer = loopback.get(version, headers={"Authorization": f"Bearer {renewed['token']}"})
     assert answer.status_code == 200 and answer.json()["webSocketDebuggerUrl"] == base  # the header is sent again
 
     spare = http.post(f"/v3/browsers/{created['id']}/token").json()["token"]
@@ -318,7 +319,7 @@ async def test_tokens_expire_refresh_and_an_open_connection_outlives_its_token(
     refused = http.post(f"/v3/browsers/{created['id']}/token")
     assert refused.status_code == 422 and refused.json() == {"detail": "Browser has ended; start a new one."}
     assert http.post("/v3/browsers/00000000-0000-4000-8000-000000000000/token").status_code == 404
-    assert httpx.post(f"{server.v3}/browsers/{created['id']}/token", headers=forwarded_for()).status_code == 401
+    assert loopback.post(f"{server.v3}/browsers/{created['id']}/token", headers=forwarded_for()).status_code == 401
 
 
 def test_tokens_never_reach_the_log(server: ServerProcess, http: httpx.Client) -> None:

@@ -30,6 +30,7 @@ from tests.e2e.browser_support import (
     stop_browser,
 )
 from tests.e2e.servers import api_client, running_server, start_isolated_server
+from tests.support import loopback
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.server import ServerProcess
 
@@ -101,7 +102,7 @@ def test_bad_requests_are_refused_clearly(http: httpx.Client, server: ServerProc
         assert http.patch(path, json={"action": "stop"}).status_code == 404
     assert http.get("/v3/browsers", params={"pageSize": 0}).status_code == 422
     assert http.get("/v3/browsers", params={"filterBy": "paused"}).status_code == 422
-    no_key = httpx.get(f"{server.v3}/browsers", headers=forwarded_for())
+    no_key = loopback.get(f"{server.v3}/browsers", headers=forwarded_for())
     assert no_key.status_code == 401 and no_key.json() == {"detail": "Invalid API key"}
 
 
@@ -164,7 +165,7 @@ def test_http_form_answers_json_version(http: httpx.Client, browser: dict[str, A
         (f"{version_path}/", {"Authorization": f"Bearer {token}"}),
         (version_path, AUTH),
     ):
-        answer = httpx.get(f"{http.base_url}{path}", headers=headers)
+        answer = loopback.get(f"{http.base_url}{path}", headers=headers)
         assert answer.status_code == 200, answer.text
         ws_url = answer.json()["webSocketDebuggerUrl"]
         if headers is AUTH:  # the API key is never put in a URL: a fresh browser token is
@@ -174,7 +175,7 @@ def test_http_form_answers_json_version(http: httpx.Client, browser: dict[str, A
         else:
             assert ws_url == browser["cdpUrl"]
         assert answer.json()["Browser"].startswith("Chrome/")
-    assert httpx.get(f"{http.base_url}{version_path}", headers=forwarded_for()).status_code == 401
+    assert loopback.get(f"{http.base_url}{version_path}", headers=forwarded_for()).status_code == 401
 
 
 async def test_browser_use_connects_through_the_proxy(
@@ -229,7 +230,7 @@ async def test_a_request_abandoned_while_queued_takes_no_slot(http: httpx.Client
     log_start = len(server.log())
     total_before = http.get("/v3/browsers").json()["totalItems"]
     with pytest.raises(httpx.ReadTimeout):  # the client gives up while its browser waits for the slot
-        httpx.post(
+        loopback.post(
             f"{server.v3}/browsers",
             json={"waitForCapacityMs": 30_000},
             headers=AUTH,

@@ -20,7 +20,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -28,6 +27,7 @@ from mcp.types import CallToolResult, TextContent
 
 from tests.e2e.browser_support import cdp_evaluate, forwarded_for, needs_display
 from tests.e2e.servers import running_server
+from tests.support import loopback
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.npm_clients import NODE, NpmClients
 from tests.support.server import ServerProcess
@@ -158,7 +158,7 @@ async def test_chrome_devtools_mcp_discovers_the_socket_from_the_http_form(
     mcp_servers: Path, server: ServerProcess, browser: dict[str, Any], pages: ThreadedServer, tmp_path: Path
 ) -> None:
     browser_url = f"{http_url(browser)}?token={browser['token']}"  # Puppeteer's discovery sends no headers
-    discovered = httpx.get(f"{http_url(browser)}/json/version?token={browser['token']}").json()
+    discovered = loopback.get(f"{http_url(browser)}/json/version?token={browser['token']}").json()
     assert discovered["webSocketDebuggerUrl"] == browser["cdpUrl"]
     assert discovered["webSocketDebuggerUrl"].startswith(f"ws://127.0.0.1:{server.port}/v3/browsers/")
     args = chrome_devtools_args("--browserUrl", browser_url)
@@ -182,7 +182,7 @@ async def test_playwright_mcp_snapshots_a_page_through_the_ws_endpoint(
 async def test_playwright_mcp_discovers_the_socket_with_its_header(
     mcp_servers: Path, browser: dict[str, Any], pages: ThreadedServer, tmp_path: Path
 ) -> None:
-    discovered = httpx.get(f"{http_url(browser)}/json/version/", headers={"Authorization": bearer(browser)})
+    discovered = loopback.get(f"{http_url(browser)}/json/version/", headers={"Authorization": bearer(browser)})
     assert discovered.json()["webSocketDebuggerUrl"] == socket_url(browser)  # no token in it: the header goes again
     args = ["--cdp-endpoint", http_url(browser), "--cdp-header", f"Authorization: {bearer(browser)}"]
     async with mcp_client(mcp_servers, PLAYWRIGHT_MCP, args, playwright_env(mcp_servers, tmp_path)) as mcp:
@@ -192,7 +192,7 @@ async def test_playwright_mcp_discovers_the_socket_with_its_header(
 
 
 def test_discovery_without_a_token_is_refused(browser: dict[str, Any]) -> None:
-    refused = httpx.get(f"{http_url(browser)}/json/version", headers=forwarded_for())
+    refused = loopback.get(f"{http_url(browser)}/json/version", headers=forwarded_for())
     assert refused.status_code == 401
-    wrong = httpx.get(f"{http_url(browser)}/json/version", headers={**forwarded_for(), "Authorization": "Bearer x"})
+    wrong = loopback.get(f"{http_url(browser)}/json/version", headers={**forwarded_for(), "Authorization": "Bearer x"})
     assert wrong.status_code == 401

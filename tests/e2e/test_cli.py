@@ -9,7 +9,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.conftest import StartServer
@@ -18,6 +17,7 @@ from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_script import done, navigate
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
+from tests.support import loopback
 from tests.support.server import ServerProcess, free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display]
@@ -124,11 +124,11 @@ def test_sessions_ls_show_stop_rm(cli_server: ServerProcess) -> None:
     assert wait_until_status(cli_server, sid, {"stopped"})["status"] == "stopped"
     removed = openbrowse("sessions", "rm", sid, url=cli_server.base_url)
     assert removed.returncode == 0 and removed.stdout == f"{sid} deleted\n"
-    assert httpx.get(f"{cli_server.v3}/sessions/{sid}", timeout=30).status_code == 404
+    assert loopback.get(f"{cli_server.v3}/sessions/{sid}", timeout=30).status_code == 404
 
 
 def test_browsers_ls(cli_server: ServerProcess) -> None:
-    created = httpx.post(f"{cli_server.v3}/browsers", json={}, timeout=120)
+    created = loopback.post(f"{cli_server.v3}/browsers", json={}, timeout=120)
     assert created.status_code in {200, 201}, created.text
     browser_id = created.json()["id"]
     try:
@@ -138,7 +138,7 @@ def test_browsers_ls(cli_server: ServerProcess) -> None:
         as_json = json.loads(openbrowse("browsers", "ls", "--json", url=cli_server.base_url).stdout)
         assert [b["id"] for b in as_json["items"]] == [browser_id]
     finally:
-        httpx.patch(f"{cli_server.v3}/browsers/{browser_id}", json={"action": "stop"}, timeout=60)
+        loopback.patch(f"{cli_server.v3}/browsers/{browser_id}", json={"action": "stop"}, timeout=60)
 
 
 def test_api_key_from_option_or_environment(start_server: StartServer) -> None:

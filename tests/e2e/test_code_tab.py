@@ -30,6 +30,7 @@ from tests.e2e.browser_support import ARTIFACTS, CdpClient, needs_display
 from tests.fakes.llm_script import done, navigate, run_code, streamed
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
+from tests.support import loopback
 from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display, pytest.mark.timeout(300)]
@@ -55,7 +56,7 @@ def page_targets(server: ServerProcess) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     for index in range(server.slot_base, server.slot_base + 3):
         try:
-            listed = httpx.get(f"http://127.0.0.1:{slot_layout(index).cdp_port}/json/list", timeout=5).json()
+            listed = loopback.get(f"http://127.0.0.1:{slot_layout(index).cdp_port}/json/list", timeout=5).json()
         except httpx.HTTPError:
             continue
         found += [{**t, "port": slot_layout(index).cdp_port} for t in listed if t.get("type") == "page"]
@@ -169,7 +170,7 @@ async def test_the_live_view_shows_the_code_tab_while_the_script_is_written_and_
     try:
         running = await asyncio.to_thread(wait_until_status, agent_server, sid, {"running"}, 120)
         live_url = await asyncio.to_thread(
-            poll, lambda: httpx.get(f"{agent_server.v3}/sessions/{sid}", timeout=10).json()["liveUrl"], 60, "liveUrl"
+            poll, lambda: loopback.get(f"{agent_server.v3}/sessions/{sid}", timeout=10).json()["liveUrl"], 60, "liveUrl"
         )
         assert running["status"] == "running"
         async with async_playwright() as playwright:
@@ -259,7 +260,7 @@ async def test_a_streamed_reply_without_a_script_opens_no_tab_and_does_not_stall
             return get_status(agent_server, sid) in {"idle", "error", "stopped"}
 
         await asyncio.to_thread(poll, idle_or_tab, 120, "the run to end", 0.1)
-        finished = httpx.get(f"{agent_server.v3}/sessions/{sid}", timeout=10).json()
+        finished = loopback.get(f"{agent_server.v3}/sessions/{sid}", timeout=10).json()
         assert finished["status"] == "idle" and finished["isTaskSuccessful"] is True, finished
         assert not seen_tab
         pages = page_targets(agent_server)
@@ -275,7 +276,7 @@ async def test_a_streamed_reply_without_a_script_opens_no_tab_and_does_not_stall
 
 
 def get_status(server: ServerProcess, session_id: str) -> str:
-    status: str = httpx.get(f"{server.v3}/sessions/{session_id}", timeout=10).json()["status"]
+    status: str = loopback.get(f"{server.v3}/sessions/{session_id}", timeout=10).json()["status"]
     return status
 
 

@@ -20,6 +20,7 @@ from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
+from tests.support import loopback
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
@@ -85,9 +86,9 @@ def test_navigate_and_screenshot_write_into_the_browsers_own_files(
     served = http.get(shot["url"])
     assert served.status_code == 200 and served.content.startswith(b"\x89PNG")
     # the browser's own CDP token is a credential for its control routes too; nothing else is
-    token_only = httpx.get(f"{http.base_url}{base}/tabs", params={"token": browser["cdpUrl"].split("token=")[1]})
+    token_only = loopback.get(f"{http.base_url}{base}/tabs", params={"token": browser["cdpUrl"].split("token=")[1]})
     assert token_only.status_code == 200, token_only.text
-    assert httpx.get(f"{http.base_url}{base}/tabs").status_code == 401
+    assert loopback.get(f"{http.base_url}{base}/tabs").status_code == 401
 
 
 def test_each_refusal_has_its_status_and_code(

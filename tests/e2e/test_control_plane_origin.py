@@ -13,12 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
 import pytest
 import websockets
 from websockets.exceptions import InvalidStatus
 
 from tests.conftest import StartServer
+from tests.support import loopback
 from tests.support.server import ServerProcess, free_port
 
 pytestmark = pytest.mark.e2e
@@ -31,35 +31,35 @@ CROSS_SITE = "Another site's page may not use the dashboard's credentials; send 
 
 
 def total_sessions(server: ServerProcess) -> int:
-    return int(httpx.get(f"{server.v3}/sessions", headers=GOOD).json()["total"])
+    return int(loopback.get(f"{server.v3}/sessions", headers=GOOD).json()["total"])
 
 
 def test_a_wildcard_bind_does_not_admit_every_ip_literal_origin(start_server: StartServer) -> None:
     server = start_server(HOST="0.0.0.0", API_KEY=KEY, DASHBOARD_PASSWORD=PASSWORD)
     own_port = f":{server.port}"
     for origin in (f"http://10.9.8.7{own_port}", f"http://192.0.2.1{own_port}", f"http://[2001:db8::1]{own_port}"):
-        answer = httpx.post(f"{server.v3}/sessions", json={}, headers={"Origin": origin, **GOOD})
+        answer = loopback.post(f"{server.v3}/sessions", json={}, headers={"Origin": origin, **GOOD})
         assert answer.status_code == 403 and answer.json() == {"detail": "Origin not allowed"}, origin
-    own = httpx.post(f"{server.v3}/sessions", json={}, headers={"Origin": server.base_url, **GOOD})
+    own = loopback.post(f"{server.v3}/sessions", json={}, headers={"Origin": server.base_url, **GOOD})
     assert own.status_code == 200
     assert total_sessions(server) == 1
 
 
 def test_allowed_hosts_star_does_not_admit_every_origin(start_server: StartServer) -> None:
     server = start_server(ALLOWED_HOSTS="*")
-    assert httpx.get(f"{server.v3}/sessions", headers={"Host": f"any.example:{server.port}"}).status_code == 200
+    assert loopback.get(f"{server.v3}/sessions", headers={"Host": f"any.example:{server.port}"}).status_code == 200
     for origin in (f"http://evil.example:{server.port}", f"http://localhost:{server.port}"):
-        answer = httpx.post(f"{server.v3}/sessions", json={}, headers={"Origin": origin})
+        answer = loopback.post(f"{server.v3}/sessions", json={}, headers={"Origin": origin})
         assert answer.status_code == 403, origin  # neither is the origin this request was sent to
     reached_by_name = {"Host": f"any.example:{server.port}", "Origin": f"http://any.example:{server.port}"}
-    assert httpx.post(f"{server.v3}/sessions", json={}, headers=reached_by_name).status_code == 200
-    assert int(httpx.get(f"{server.v3}/sessions").json()["total"]) == 1
+    assert loopback.post(f"{server.v3}/sessions", json={}, headers=reached_by_name).status_code == 200
+    assert int(loopback.get(f"{server.v3}/sessions").json()["total"]) == 1
 
 
 async def test_a_cors_origin_cannot_use_cached_basic_credentials_anywhere(start_server: StartServer) -> None:
     partner = f"http://127.0.0.1:{free_port()}"
     server = start_server(API_KEY=KEY, DASHBOARD_PASSWORD=PASSWORD, CORS_ORIGINS=partner)
-    shell = httpx.post(f"{server.v3}/sessions", json={}, headers=GOOD).json()["id"]
+    shell = loopback.post(f"{server.v3}/sessions", json={}, headers=GOOD).json()["id"]
     from_partner = {"Origin": partner, "Sec-Fetch-Site": "same-site", **BASIC}
     for method, path, body in (
         ("POST", f"/vnc/{shell}/control", {"enabled": True}),
@@ -67,7 +67,7 @@ async def test_a_cors_origin_cannot_use_cached_basic_credentials_anywhere(start_
         ("POST", "/v3/sessions", {}),
         ("GET", "/", None),
     ):
-        answer = httpx.request(method, server.base_url + path, json=body, headers=from_partner)
+        answer = loopback.request(method, server.base_url + path, json=body, headers=from_partner)
         assert answer.status_code == 403 and answer.json() == {"detail": CROSS_SITE}, path
     with pytest.raises(InvalidStatus) as refused:
         async with websockets.connect(
@@ -79,10 +79,12 @@ async def test_a_cors_origin_cannot_use_cached_basic_credentials_anywhere(start_
     assert refused.value.response.status_code == 403
     assert json.loads(refused.value.response.body) == {"detail": CROSS_SITE}
     # the partner's own calls with the API key still work, and the same credentials work from this server's pages
-    assert httpx.get(f"{server.v3}/sessions", headers={"Origin": partner, **GOOD}).status_code == 200
+    assert loopback.get(f"{server.v3}/sessions", headers={"Origin": partner, **GOOD}).status_code == 200
     own = {"Origin": server.base_url, "Sec-Fetch-Site": "same-origin", **BASIC}
-    assert httpx.post(f"{server.v3}/sessions", json={}, headers=own).status_code == 200
-    assert httpx.post(f"{server.base_url}/vnc/{shell}/control", json={"enabled": True}, headers=own).status_code == 404
+    assert loopback.post(f"{server.v3}/sessions", json={}, headers=own).status_code == 200
+    assert (
+        loopback.post(f"{server.base_url}/vnc/{shell}/control", json={"enabled": True}, headers=own).status_code == 404
+    )
     assert total_sessions(server) == 2  # the shell and the same-origin one; the refused POST created nothing
 
 
@@ -112,6 +114,6 @@ def test_a_loopback_key_without_a_dashboard_password_turns_basic_off(start_serve
     server = start_server(API_KEY=KEY)
     assert "DASHBOARD_PASSWORD is not set" in server.log()
     as_key = {"Authorization": "Basic " + base64.b64encode(f"admin:{KEY}".encode()).decode()}
-    refused = httpx.get(f"{server.v3}/sessions", headers=as_key)
+    refused = loopback.get(f"{server.v3}/sessions", headers=as_key)
     assert refused.status_code == 401 and "www-authenticate" not in refused.headers
-    assert httpx.get(f"{server.base_url}/", headers=GOOD).status_code == 200
+    assert loopback.get(f"{server.base_url}/", headers=GOOD).status_code == 200

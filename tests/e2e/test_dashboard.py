@@ -28,6 +28,7 @@ from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
+from tests.support import loopback
 from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
@@ -312,37 +313,37 @@ async def test_sessions_list_profiles_and_raw_browsers_with_their_live_view(
 # -- authentication --------------------------------------------------------------------------------------------
 def test_pages_take_basic_or_the_api_key_and_scripts_only_same_site(server: ServerProcess) -> None:
     base = server.base_url
-    refused = httpx.get(base + "/", headers=forwarded_for())
+    refused = loopback.get(base + "/", headers=forwarded_for())
     assert refused.status_code == 401 and refused.headers["www-authenticate"].startswith("Basic ")
-    wrong = httpx.get(base + "/", auth=("admin", "wrong"), headers=forwarded_for())
+    wrong = loopback.get(base + "/", auth=("admin", "wrong"), headers=forwarded_for())
     assert wrong.status_code == 401
-    as_key = httpx.get(base + "/", auth=("admin", API_KEY), headers=forwarded_for())
+    as_key = loopback.get(base + "/", auth=("admin", API_KEY), headers=forwarded_for())
     assert as_key.status_code == 401  # the API key is never the dashboard's password (spec §25.2)
     for headers in (BASIC, AUTH, {"X-Browser-Use-API-Key": API_KEY}):
-        page = httpx.get(base + "/", headers=headers)
+        page = loopback.get(base + "/", headers=headers)
         assert page.status_code == 200 and "<h1>Sessions</h1>" in page.text
         assert "default-src 'self'" in page.headers["content-security-policy"]
-    assert httpx.get(base + "/ui/static/session.js").status_code == 200
+    assert loopback.get(base + "/ui/static/session.js").status_code == 200
 
     # the dashboard's credentials work for the API from its own pages, never from another site's
-    assert httpx.get(base + "/v3/sessions", headers=BASIC).status_code == 200
+    assert loopback.get(base + "/v3/sessions", headers=BASIC).status_code == 200
     same_site = {**BASIC, "Sec-Fetch-Site": "same-origin", "Origin": base}
-    assert httpx.post(base + "/v3/sessions", headers=same_site, json={}).status_code == 200
+    assert loopback.post(base + "/v3/sessions", headers=same_site, json={}).status_code == 200
     for cross_site in ({"Sec-Fetch-Site": "cross-site"}, {"Origin": "http://evil.example"}):
-        answer = httpx.post(base + "/v3/sessions", headers={**BASIC, **cross_site, **forwarded_for()}, json={})
+        answer = loopback.post(base + "/v3/sessions", headers={**BASIC, **cross_site, **forwarded_for()}, json={})
         assert answer.status_code in (401, 403), cross_site  # refused: no Basic cross-site, or the Origin guard
 
 
 def test_unknown_session_page_is_a_404_page(server: ServerProcess) -> None:
-    answer = httpx.get(f"{server.base_url}/sessions/{XSS}", headers=BASIC)
+    answer = loopback.get(f"{server.base_url}/sessions/{XSS}", headers=BASIC)
     assert answer.status_code == 404 and "text/html" in answer.headers["content-type"]
     assert XSS not in answer.text and "&lt;img src=x onerror=&quot;window.__xss=1&quot;&gt;" in answer.text
 
 
 def test_open_on_loopback_without_a_key(start_server: StartServer) -> None:
     server = start_server()
-    page = httpx.get(server.base_url + "/")
+    page = loopback.get(server.base_url + "/")
     assert page.status_code == 200 and "<h1>Sessions</h1>" in page.text
-    form = httpx.get(server.base_url + "/run")
+    form = loopback.get(server.base_url + "/run")
     assert form.status_code == 200 and '<option value="claude-sonnet-5">' in form.text
-    assert httpx.get(server.base_url + "/ui/static/dashboard.css").headers["content-type"].startswith("text/css")
+    assert loopback.get(server.base_url + "/ui/static/dashboard.css").headers["content-type"].startswith("text/css")

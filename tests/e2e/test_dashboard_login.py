@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 
-import httpx
 import pytest
 from playwright.async_api import Browser, BrowserContext, Page, Request as PlaywrightRequest, async_playwright
 from starlette.applications import Starlette
@@ -19,6 +18,7 @@ from starlette.routing import Route
 
 from tests.e2e.browser_support import ARTIFACTS
 from tests.e2e.servers import running_server
+from tests.support import loopback
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.server import ServerProcess
 
@@ -51,7 +51,7 @@ async def context() -> AsyncIterator[BrowserContext]:
 
 
 def total_sessions(server: ServerProcess) -> int:
-    return int(httpx.get(f"{server.v3}/sessions", headers=AUTH).json()["total"])
+    return int(loopback.get(f"{server.v3}/sessions", headers=AUTH).json()["total"])
 
 
 async def log_in(page: Page, server: ServerProcess, path: str = "/", password: str = PASSWORD) -> None:
@@ -127,17 +127,17 @@ async def test_log_in_use_the_dashboard_and_log_out(server: ServerProcess, conte
     await page.click("#run-form button[type=submit]")
     await page.wait_for_url(f"{server.base_url}/sessions/*")
     assert total_sessions(server) == before + 1
-    created = httpx.post(f"{server.v3}/sessions", json={}, headers=AUTH).json()["id"]
+    created = loopback.post(f"{server.v3}/sessions", json={}, headers=AUTH).json()["id"]
     await page.goto(server.base_url + "/")
     await page.locator(f"#rows tr[data-id='{created}']").wait_for(timeout=20_000)
     assert await page.locator("#logout").is_visible()
 
     stolen = {cookie["name"]: cookie["value"]}
-    assert httpx.get(f"{server.v3}/sessions", cookies=stolen).status_code == 200  # what the cookie opened
+    assert loopback.get(f"{server.v3}/sessions", cookies=stolen).status_code == 200  # what the cookie opened
     await page.click("#logout")
     await page.wait_for_url(f"{server.base_url}/dashboard/login")
     assert not [c for c in await context.cookies() if c["name"] == cookie["name"]]
-    signed_out = httpx.get(f"{server.v3}/sessions", cookies=stolen)
+    signed_out = loopback.get(f"{server.v3}/sessions", cookies=stolen)
     assert signed_out.status_code == 401 and "www-authenticate" not in signed_out.headers  # forgotten server-side
     await page.goto(server.base_url + "/")
     assert page.url.startswith(f"{server.base_url}/dashboard/login")
@@ -179,13 +179,13 @@ async def test_a_foreign_page_on_another_port_cannot_use_the_cookie(
 def test_the_cookie_is_secure_over_https_and_the_forms_refuse_other_pages(server: ServerProcess) -> None:
     behind_tls = {"X-Forwarded-Proto": "https", "Origin": f"https://127.0.0.1:{server.port}"}
     form = {"username": "admin", "password": PASSWORD, "next": "//evil.example/"}
-    answer = httpx.post(f"{server.base_url}/dashboard/login", data=form, headers=behind_tls)
+    answer = loopback.post(f"{server.base_url}/dashboard/login", data=form, headers=behind_tls)
     assert answer.status_code == 303 and answer.headers["location"] == "/"  # never off this server
     set_cookie = answer.headers["set-cookie"]
     assert "HttpOnly" in set_cookie and "SameSite=Strict" in set_cookie and "Secure" in set_cookie
     assert "Max-Age=" in set_cookie
     for foreign in ({"Sec-Fetch-Site": "same-site"}, {"Sec-Fetch-Site": "cross-site"}):
-        refused = httpx.post(f"{server.base_url}/dashboard/login", data=form, headers=foreign)
+        refused = loopback.post(f"{server.base_url}/dashboard/login", data=form, headers=foreign)
         assert refused.status_code == 403 and "set-cookie" not in refused.headers
-        assert httpx.post(f"{server.base_url}/dashboard/logout", headers=foreign).status_code == 403
-    assert httpx.get(f"{server.base_url}/", auth=("admin", PASSWORD)).status_code == 200  # Basic, for scripts
+        assert loopback.post(f"{server.base_url}/dashboard/logout", headers=foreign).status_code == 403
+    assert loopback.get(f"{server.base_url}/", auth=("admin", PASSWORD)).status_code == 200  # Basic, for scripts

@@ -3,11 +3,11 @@ with every request that would leave the server's origin refused and recorded; of
 
 from __future__ import annotations
 
-import httpx
 import pytest
 from playwright.async_api import ConsoleMessage, Request, Route, async_playwright
 
 from tests.conftest import StartServer
+from tests.support import loopback
 
 pytestmark = pytest.mark.e2e
 
@@ -21,12 +21,12 @@ def record_error(message: ConsoleMessage, problems: list[str]) -> None:
 
 async def test_docs_render_offline_from_local_files_under_a_csp(start_server: StartServer) -> None:
     server = start_server()
-    answer = httpx.get(f"{server.base_url}/docs")
+    answer = loopback.get(f"{server.base_url}/docs")
     assert answer.status_code == 200
     policy = answer.headers["content-security-policy"]
     assert "script-src 'self'" in policy and "default-src 'none'" in policy and "unsafe-eval" not in policy
     assert "cdn" not in answer.text and "<script>" not in answer.text  # no inline script, nothing from elsewhere
-    assert httpx.get(f"{server.base_url}/redoc").status_code == 404  # FastAPI's CDN page is not served either
+    assert loopback.get(f"{server.base_url}/redoc").status_code == 404  # FastAPI's CDN page is not served either
 
     left_the_origin: list[str] = []
     problems: list[str] = []
@@ -62,6 +62,6 @@ def test_docs_are_off_when_disabled_and_by_default_beyond_loopback(start_server:
         start_server(DOCS_ENABLED="0"),
         start_server(HOST="0.0.0.0", API_KEY="docs-key", DASHBOARD_PASSWORD="docs-dashboard-pw"),
     ):
-        assert httpx.get(f"{server.base_url}/docs").status_code == 404
-        assert httpx.get(f"{server.base_url}/docs/assets/swagger-ui-bundle.js").status_code == 404
-        assert httpx.get(f"{server.base_url}/openapi.json").status_code == 200  # the document itself stays
+        assert loopback.get(f"{server.base_url}/docs").status_code == 404
+        assert loopback.get(f"{server.base_url}/docs/assets/swagger-ui-bundle.js").status_code == 404
+        assert loopback.get(f"{server.base_url}/openapi.json").status_code == 200  # the document itself stays

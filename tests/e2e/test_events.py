@@ -16,6 +16,7 @@ from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
+from tests.support import loopback
 from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display]
@@ -134,18 +135,18 @@ def test_stream_sends_heartbeats_while_nothing_happens(events_server: ServerProc
 
 
 def test_stream_refuses_unknown_sessions_and_cursors(events_server: ServerProcess) -> None:
-    missing = httpx.get(events_url(events_server, "no-such-session"), timeout=30)
+    missing = loopback.get(events_url(events_server, "no-such-session"), timeout=30)
     assert missing.status_code == 404 and missing.json() == {"detail": "Session not found"}
     shell = create(events_server)
     other = create(events_server, task=None)
-    unknown = httpx.get(events_url(events_server, shell["id"]), headers={"Last-Event-ID": other["id"]}, timeout=30)
+    unknown = loopback.get(events_url(events_server, shell["id"]), headers={"Last-Event-ID": other["id"]}, timeout=30)
     assert unknown.status_code == 422 and unknown.json() == {"detail": "Unknown message cursor"}
 
 
 def test_stream_needs_the_api_key_like_every_session_route(start_server: StartServer) -> None:
     server = start_server(API_KEY="events-key")
-    sid = httpx.post(f"{server.v3}/sessions", json={}, headers={"X-Browser-Use-API-Key": "events-key"}).json()["id"]
-    refused = httpx.get(events_url(server, sid), timeout=30)
+    sid = loopback.post(f"{server.v3}/sessions", json={}, headers={"X-Browser-Use-API-Key": "events-key"}).json()["id"]
+    refused = loopback.get(events_url(server, sid), timeout=30)
     assert refused.status_code == 401 and refused.json() == {"detail": "Invalid API key"}
     with (
         httpx.Client(timeout=30, headers={"Authorization": "Bearer events-key"}) as client,

@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support import loopback
 from tests.support.server import free_port, wait_until
 
 pytestmark = pytest.mark.e2e
@@ -63,7 +64,7 @@ def factory_server(tmp_path: Path) -> Iterator[str]:
         if process.poll() is not None:
             raise RuntimeError((tmp_path / "server.log").read_text()[-3000:])
         try:
-            return httpx.get(f"{base}/health", timeout=1).status_code == 200
+            return loopback.get(f"{base}/health", timeout=1).status_code == 200
         except httpx.HTTPError:
             return False
 
@@ -76,10 +77,10 @@ def factory_server(tmp_path: Path) -> Iterator[str]:
 
 
 def test_the_factory_app_refuses_foreign_pages(factory_server: str) -> None:
-    refused = httpx.post(
+    refused = loopback.post(
         f"{factory_server}/v3/sessions",
         content="{}",
         headers={"Origin": "http://evil.example", "Content-Type": "text/plain"},
     )
     assert refused.status_code == 403 and refused.json() == {"detail": "Origin not allowed"}
-    assert httpx.get(f"{factory_server}/v3/sessions").json()["total"] == 0
+    assert loopback.get(f"{factory_server}/v3/sessions").json()["total"] == 0

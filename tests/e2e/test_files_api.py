@@ -28,6 +28,7 @@ from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_request import LLMRequest, find_index
 from tests.fakes.llm_script import agent_step, click_on, done, navigate
 from tests.fakes.llm_server import FakeProvider
+from tests.support import loopback
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.server import ServerProcess, wait_until
 
@@ -116,7 +117,7 @@ async def test_playwright_downloads_are_listed_paged_and_served_by_signed_url(
         assert not second.has_more and second.next_cursor is None
         assert second.files[0].url is not None
         live_url = second.files[0].url
-        assert httpx.get(live_url, timeout=30).content == file_bytes("gamma.bin")  # while the browser is up
+        assert loopback.get(live_url, timeout=30).content == file_bytes("gamma.bin")  # while the browser is up
     finally:
         stop_browser(http, browser_id)
 
@@ -124,7 +125,7 @@ async def test_playwright_downloads_are_listed_paged_and_served_by_signed_url(
     assert [(item.path, item.size) for item in after.files] == sorted(expected.items())
     for item in after.files:
         assert item.url is not None
-        fetched = httpx.get(item.url, timeout=30)  # no key: the signature stands in for it
+        fetched = loopback.get(item.url, timeout=30)  # no key: the signature stands in for it
         assert fetched.status_code == 200, fetched.text
         assert fetched.content == file_bytes(item.path)
         assert fetched.headers["content-disposition"].startswith("attachment")
@@ -149,7 +150,7 @@ def test_signed_urls_ranges_and_refusals(server: ServerProcess, http: httpx.Clie
     listing = http.get(f"/v3/browsers/{browser_id}/downloads", params={"includeUrls": "true"}).json()
     url = listing["files"][0]["url"]
 
-    ranged = httpx.get(url, headers={"Range": "bytes=1000-1999"}, timeout=30)
+    ranged = loopback.get(url, headers={"Range": "bytes=1000-1999"}, timeout=30)
     assert ranged.status_code == 206
     assert ranged.content == content[1000:2000]
     assert ranged.headers["content-range"] == f"bytes 1000-1999/{len(content)}"
@@ -164,12 +165,12 @@ def test_signed_urls_ranges_and_refusals(server: ServerProcess, http: httpx.Clie
         "browsers", browser_id, "downloads", "beta.bin", now=time.time() - 3600
     )
     for refused in (tampered, other_file, later, expired):
-        answer = httpx.get(refused, headers=forwarded_for(), timeout=30)
+        answer = loopback.get(refused, headers=forwarded_for(), timeout=30)
         assert answer.status_code == 403, (refused, answer.text)
         assert answer.json()["detail"] == "This file link is invalid or has expired; ask for a new one."
-    bare = httpx.get(f"{server.v3}/browsers/{browser_id}/files/downloads/beta.bin", headers=forwarded_for())
+    bare = loopback.get(f"{server.v3}/browsers/{browser_id}/files/downloads/beta.bin", headers=forwarded_for())
     assert bare.status_code == 401
-    unkeyed = httpx.get(f"{server.v3}/browsers/{browser_id}/downloads", headers=forwarded_for())
+    unkeyed = loopback.get(f"{server.v3}/browsers/{browser_id}/downloads", headers=forwarded_for())
     assert unkeyed.status_code == 401
 
     assert http.get(f"/v3/browsers/{browser_id}/files/downloads/.env").status_code == 400
@@ -209,13 +210,13 @@ def test_the_agents_click_download_is_listed_served_and_deleted_with_the_session
     assert listing.has_more is False and listing.next_cursor is None
     for item in listing.files:
         assert item.url is not None and item.size == len(file_bytes("beta.bin"))
-        assert httpx.get(item.url, timeout=30).content == file_bytes("beta.bin")
+        assert loopback.get(item.url, timeout=30).content == file_bytes("beta.bin")
 
     assert http.delete(f"/v3/sessions/{session_id}").status_code == 204
     assert not (server.home / "data" / "sessions" / session_id).exists()
     assert http.get(f"/v3/sessions/{session_id}/downloads").status_code == 404
     assert listing.files[0].url
-    assert httpx.get(listing.files[0].url, timeout=30).status_code == 404
+    assert loopback.get(listing.files[0].url, timeout=30).status_code == 404
 
 
 def _upload(path: str) -> Callable[[LLMRequest], dict[str, Any]]:
@@ -236,7 +237,7 @@ def test_an_uploaded_file_reaches_the_page_through_the_agents_upload_file(
     stored = http.put(f"/v3/sessions/{session_id}/uploads/cv.bin", content=content)
     assert stored.status_code == 200, stored.text
     assert stored.json()["path"] == "cv.bin" and stored.json()["size"] == len(content)
-    assert httpx.get(stored.json()["url"], timeout=30).content == content
+    assert loopback.get(stored.json()["url"], timeout=30).content == content
 
     marker = token("FILES-UPLOAD")
     fake.script(marker, [navigate(f"{site.url}/form"), _upload("cv.bin"), done("uploaded")], when=agent_steps)
@@ -281,7 +282,7 @@ def test_uploads_refuse_bad_names_unknown_owners_and_too_much(server: ServerProc
         if answer.status_code == 400:
             assert answer.json()["detail"].startswith("A file name must be one plain name")
     assert http.put("/v3/sessions/no-such-session/uploads/a.txt", content=b"x").status_code == 404
-    unkeyed = httpx.put(f"{server.v3}/sessions/{session_id}/uploads/a.txt", content=b"x", headers=forwarded_for())
+    unkeyed = loopback.put(f"{server.v3}/sessions/{session_id}/uploads/a.txt", content=b"x", headers=forwarded_for())
     assert unkeyed.status_code == 401
 
     def too_much() -> Iterator[bytes]:

@@ -6,10 +6,10 @@ import os
 import subprocess
 import sys
 
-import httpx
 import pytest
 
 from tests.conftest import StartServer
+from tests.support import loopback
 from tests.support.server import free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, pytest.mark.timeout(180)]
@@ -33,4 +33,4 @@ def test_a_second_instance_on_the_same_data_dir_leaves_the_first_ones_temp_files
     assert second.returncode != 0
     assert b"Another OpenBrowse process" in second.stdout + second.stderr
     assert (in_use / "report.pdf").read_text() == "a download of a running session"
-    assert httpx.get(f"{first.base_url}/health", timeout=5).status_code == 200
+    assert loopback.get(f"{first.base_url}/health", timeout=5).status_code == 200

@@ -7,7 +7,6 @@ import asyncio
 import contextlib
 from pathlib import Path
 
-import httpx
 import psutil
 import pytest
 import websockets
@@ -15,6 +14,7 @@ from websockets.typing import Subprotocol
 
 from tests.e2e.browser_support import needs_display, stack_processes
 from tests.e2e.servers import running_server
+from tests.support import loopback
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display, pytest.mark.timeout(240)]
@@ -30,7 +30,7 @@ def _live_view(server: ServerProcess) -> set[str]:
 
 async def test_the_live_view_runs_only_while_someone_watches(tmp_path: Path) -> None:
     with running_server(tmp_path / "home") as server:
-        browser = httpx.post(f"{server.v3}/browsers", json={}, timeout=60).json()
+        browser = loopback.post(f"{server.v3}/browsers", json={}, timeout=60).json()
         session_id = browser["id"]
         assert _live_view(server) == set()
         url = f"ws://127.0.0.1:{server.port}/vnc/{session_id}/websockify"
@@ -38,5 +38,5 @@ async def test_the_live_view_runs_only_while_someone_watches(tmp_path: Path) -> 
             assert await asyncio.wait_for(ws.recv(), 30) == b"RFB 003.008\n"
             assert _live_view(server) == {"x11vnc", "websockify"}
         wait_until(lambda: not _live_view(server), 90, what="the live view to stop after its viewer left")
-        assert httpx.get(f"{server.v3}/browsers/{session_id}", timeout=10).json()["status"] == "active"
-        httpx.patch(f"{server.v3}/browsers/{session_id}", json={"action": "stop"}, timeout=60)
+        assert loopback.get(f"{server.v3}/browsers/{session_id}", timeout=10).json()["status"] == "active"
+        loopback.patch(f"{server.v3}/browsers/{session_id}", json={"action": "stop"}, timeout=60)

@@ -37,6 +37,7 @@ from tests.e2e.browser_support import (
     stop_browser,
 )
 from tests.e2e.servers import api_client, raw_browser, running_server
+from tests.support import loopback
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.server import ServerProcess
 
@@ -168,7 +169,7 @@ async def test_the_viewer_works_under_its_content_security_policy(
     server: ServerProcess, live_browser: dict[str, Any]
 ) -> None:
     live_url = f"{server.base_url}{live_browser['liveUrl']}"
-    policy = httpx.get(live_url).headers["content-security-policy"]
+    policy = loopback.get(live_url).headers["content-security-policy"]
     assert "default-src 'none'" in policy and "script-src 'self' 'sha256-" in policy and "unsafe" not in policy
     violations: list[str] = []
     async with async_playwright() as playwright:
@@ -202,7 +203,7 @@ async def test_credentials_are_checked_on_page_assets_and_socket(
         "/core/rfb.js?token=wrong",
         "/_t/wrong/core/rfb.js",
     ):
-        assert httpx.get(base + refused, headers=forwarded_for()).status_code == 401, refused
+        assert loopback.get(base + refused, headers=forwarded_for()).status_code == 401, refused
     with pytest.raises(websockets.InvalidStatus) as handshake:  # refused before the handshake is accepted
         await close_code(
             ws_url(server, f"/vnc/{browser_id}/websockify?token=wrong"), additional_headers=forwarded_for()
@@ -218,11 +219,11 @@ async def test_credentials_are_checked_on_page_assets_and_socket(
         (f"/_t/{token}/vendor/pako/lib/zlib/inflate.js", {}),
         (f"/core/rfb.js?token={token}", {}),
     ):
-        answer = httpx.get(base + allowed, headers=headers)
+        answer = loopback.get(base + allowed, headers=headers)
         assert answer.status_code == 200, allowed
-    script = httpx.get(f"{base}/_t/{token}/core/rfb.js")
+    script = loopback.get(f"{base}/_t/{token}/core/rfb.js")
     assert "javascript" in script.headers["content-type"] and "export default class RFB" in script.text
-    escape = httpx.get(f"{base}/_t/{token}/core/%2e%2e/%2e%2e/%2e%2e/etc/passwd")
+    escape = loopback.get(f"{base}/_t/{token}/core/%2e%2e/%2e%2e/%2e%2e/etc/passwd")
     assert escape.status_code == 404
 
 
@@ -235,13 +236,13 @@ def _in_sandbox(server: ServerProcess) -> list[str]:
 async def test_control_toggles_view_only(server: ServerProcess, live_browser: dict[str, Any]) -> None:
     browser_id = live_browser["id"]
     control = f"{server.base_url}/vnc/{browser_id}/control"
-    assert httpx.get(f"{server.base_url}/vnc/{browser_id}/_t/{view_token(live_browser)}/vnc.html").status_code == 200
-    by_token = httpx.post(
+    assert loopback.get(f"{server.base_url}/vnc/{browser_id}/_t/{view_token(live_browser)}/vnc.html").status_code == 200
+    by_token = loopback.post(
         f"{control}?token={view_token(live_browser)}", json={"enabled": True}, headers=forwarded_for()
     )
     assert by_token.status_code == 401  # watching does not grant control
-    assert httpx.post(control, json={"enabled": "yes"}, headers=AUTH).status_code == 422
-    enabled = httpx.post(control, json={"enabled": True}, headers=AUTH)
+    assert loopback.post(control, json={"enabled": "yes"}, headers=AUTH).status_code == 422
+    enabled = loopback.post(control, json={"enabled": True}, headers=AUTH)
     assert enabled.status_code == 200 and enabled.json() == {"viewOnly": False}
     display = slot_layout(server.slot_base).display
     query = subprocess.run(
@@ -251,7 +252,7 @@ async def test_control_toggles_view_only(server: ServerProcess, live_browser: di
         timeout=20,
     )
     assert "ans=viewonly:0" in query.stdout + query.stderr
-    disabled = httpx.post(control, json={"enabled": False}, headers=BASIC)
+    disabled = loopback.post(control, json={"enabled": False}, headers=BASIC)
     assert disabled.status_code == 200 and disabled.json() == {"viewOnly": True}
 
 
@@ -260,11 +261,11 @@ async def test_a_session_without_a_browser_gets_a_page_that_says_so(server: Serv
     shell = http.post("/v3/sessions", json={}).json()
     session_id = shell["id"]
     assert shell["liveUrl"] is None, "no browser, so no view token to hand out (spec §21.4)"
-    page = httpx.get(f"{server.base_url}/vnc/{session_id}/view", headers=AUTH)
+    page = loopback.get(f"{server.base_url}/vnc/{session_id}/view", headers=AUTH)
     assert page.status_code == 200
     assert "is created" in page.text and "nothing to watch" in page.text and 'http-equiv="refresh"' in page.text
     assert page.headers["content-security-policy"].startswith("default-src 'none'; style-src 'sha256-")
-    asset = httpx.get(f"{server.base_url}/vnc/{session_id}/core/rfb.js", headers=AUTH)
+    asset = loopback.get(f"{server.base_url}/vnc/{session_id}/core/rfb.js", headers=AUTH)
     assert asset.status_code == 404 and asset.json() == {"detail": "Session has no live browser"}
     assert await close_code(ws_url(server, f"/vnc/{session_id}/websockify"), additional_headers=AUTH) == 1011
     unknown = http.get(f"/vnc/{uuid.uuid4()}/view")

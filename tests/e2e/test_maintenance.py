@@ -27,6 +27,7 @@ from tests.e2e.browser_support import create_browser, needs_display
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
+from tests.support import loopback
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display, pytest.mark.timeout(300)]
@@ -156,7 +157,7 @@ def test_sigterm_drains_then_ends_everything_for_maintenance(
     ended = get(restarted, running["id"])
     assert ended["status"] == "stopped" and ended["endReason"] == "maintenance", ended
     assert "maintenance" in ended["lastStepSummary"]
-    raw = httpx.get(f"{restarted.v3}/browsers/{browser['id']}", timeout=30).json()
+    raw = loopback.get(f"{restarted.v3}/browsers/{browser['id']}", timeout=30).json()
     assert raw["status"] == "stopped" and raw["endReason"] == "maintenance" and raw["state"] == "ended", raw
     resumable = get(restarted, parked["id"])
     assert resumable["status"] == "idle" and resumable["output"] == "answer kept for later", resumable

@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import httpx
 import httpx2
 import mcp_types as types
 import pytest
@@ -24,6 +23,7 @@ from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_script import done, navigate
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
+from tests.support import loopback
 from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
@@ -144,8 +144,8 @@ async def test_seed_aliases_and_refusals_are_tool_results(server: ServerProcess,
 def test_the_endpoint_takes_the_api_key_and_refuses_foreign_origins(server: ServerProcess) -> None:
     hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}
     accept = {"Accept": "application/json, text/event-stream"}
-    assert httpx.post(f"{server.base_url}/v3/mcp", json=hello, headers=accept).status_code == 401
-    foreign = httpx.post(
+    assert loopback.post(f"{server.base_url}/v3/mcp", json=hello, headers=accept).status_code == 401
+    foreign = loopback.post(
         f"{server.base_url}/v3/mcp", json=hello, headers={**AUTH, **accept, "Origin": "http://evil.example"}
     )
     assert foreign.status_code == 403 and foreign.json() == {"detail": "Origin not allowed"}

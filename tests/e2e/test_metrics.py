@@ -9,7 +9,6 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import httpx
 import pytest
 from browser_use_sdk.v3 import AsyncBrowserUse
 from prometheus_client.parser import text_string_to_metric_families
@@ -18,6 +17,7 @@ from tests.e2e.agent_support import token
 from tests.e2e.browser_support import needs_display
 from tests.fakes.llm_script import Fault
 from tests.fakes.llm_server import FakeProvider
+from tests.support import loopback
 from tests.support.polling import wait_for_status
 from tests.support.server import ServerProcess, wait_until
 
@@ -29,7 +29,7 @@ TEXT_LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ ")
 
 
 def scrape(server: ServerProcess) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    response = httpx.get(f"{server.base_url}/metrics", headers={"Authorization": f"Bearer {KEY}"}, timeout=30)
+    response = loopback.get(f"{server.base_url}/metrics", headers={"Authorization": f"Bearer {KEY}"}, timeout=30)
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/plain")
     samples: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
@@ -47,7 +47,7 @@ async def test_metrics_move_as_a_session_runs_and_logs_are_json(
     start_server: Any, fake: FakeProvider, sdk: Callable[[ServerProcess], AsyncBrowserUse]
 ) -> None:
     server = start_server(API_KEY=KEY, LOG_FORMAT="json", MAX_CONCURRENT_SESSIONS=2, **fake.env())
-    assert httpx.get(f"{server.base_url}/metrics", timeout=30).status_code == 401
+    assert loopback.get(f"{server.base_url}/metrics", timeout=30).status_code == 401
 
     before = scrape(server)
     assert value(before, "openbrowse_slots", state="free") == 2
@@ -84,7 +84,7 @@ async def test_metrics_move_as_a_session_runs_and_logs_are_json(
     broken = await client.sessions.create(f"{marker} Say hello.")
     await wait_for_status(client, broken.id, {"stopped", "error"}, timeout=120)
     headers = {"Authorization": f"Bearer {KEY}"}
-    failure_kind = httpx.get(f"{server.v3}/sessions/{broken.id}", headers=headers, timeout=30).json()["failureKind"]
+    failure_kind = loopback.get(f"{server.v3}/sessions/{broken.id}", headers=headers, timeout=30).json()["failureKind"]
     assert failure_kind
     final = scrape(server)
     assert value(final, "openbrowse_failures_total", failure_kind=failure_kind) == 1

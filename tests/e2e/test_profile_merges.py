@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from tests.e2e.agent_support import agent_steps, create, token, wait_until_status
@@ -29,6 +28,7 @@ from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.login_site import LoginSite
+from tests.support import loopback
 from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, pytest.mark.timeout(420)]
@@ -120,12 +120,12 @@ async def test_a_keep_alive_deletion_stays_beaten_by_a_refresh_across_turns(
     gate_keep.open()
     assert wait_until_status(server, keeper["id"], {"idle", "stopped", "error"}, timeout=180)["status"] == "idle"
     assert jar_cookies(storage_state(server, profile)) == {"x": "new"}
-    follow = httpx.post(f"{server.v3}/sessions", json={"sessionId": keeper["id"], "task": "Look again."}, timeout=60)
+    follow = loopback.post(f"{server.v3}/sessions", json={"sessionId": keeper["id"], "task": "Look again."}, timeout=60)
     assert follow.status_code == 200, follow.text
     assert "x" not in login.state.wait_report(tag)["requestCookies"]  # this browser still has no x
     assert wait_until_status(server, keeper["id"], {"idle", "stopped", "error"}, timeout=180)["status"] == "idle"
     assert jar_cookies(storage_state(server, profile)) == {"x": "new"}
-    httpx.post(f"{server.v3}/sessions/{keeper['id']}/stop", timeout=60)
+    loopback.post(f"{server.v3}/sessions/{keeper['id']}/stop", timeout=60)
     assert jar_cookies(storage_state(server, profile)) == {"x": "new"}
 
 
@@ -136,10 +136,10 @@ async def test_a_profile_deleted_during_a_run_is_not_written(
     gate = Gate()
     session = run_session(server, fake, gated_login(login, "set?cookie=late&value=v", gate), profile)
     assert gate.wait_entered(120)
-    assert httpx.delete(f"{server.v3}/profiles/{profile}", timeout=30).status_code == 204
+    assert loopback.delete(f"{server.v3}/profiles/{profile}", timeout=30).status_code == 204
     gate.open()
     finish(server, session["id"])
     notes = profile_notes(server, session["id"])
     assert notes[-1] == f"Profile {profile} was deleted during the run; its changes were discarded.", notes
     assert not (server.home / "data" / "profiles" / f"{profile}.json").exists()
-    assert httpx.get(f"{server.v3}/profiles/{profile}/storage-state", timeout=30).status_code == 404
+    assert loopback.get(f"{server.v3}/profiles/{profile}/storage-state", timeout=30).status_code == 404

@@ -35,6 +35,7 @@ from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_script import Gate, done, navigate
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.login_site import LoginSite
+from tests.support import loopback
 from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, pytest.mark.timeout(420)]
@@ -64,7 +65,7 @@ async def test_a_login_persists_into_later_sessions_of_the_profile_only(
     assert jar_cookies(state) == {"sid": "alice-1"}
     assert jar_storage(state, "localStorage") == {"token": "alice-1"}
     assert jar_storage(state, "sessionStorage") == {"tab": "alice-1"}
-    assert httpx.get(f"{server.v3}/profiles/{profile}", timeout=30).json()["cookieDomains"] == ["127.0.0.1"]
+    assert loopback.get(f"{server.v3}/profiles/{profile}", timeout=30).json()["cookieDomains"] == ["127.0.0.1"]
 
     seen = whoami(server, fake, login, profile)
     assert seen["requestCookies"] == {"sid": "alice-1"}
@@ -73,7 +74,7 @@ async def test_a_login_persists_into_later_sessions_of_the_profile_only(
 
     anonymous = whoami(server, fake, login, None)
     assert anonymous["requestCookies"] == {} and anonymous["local"] == {} and anonymous["session"] == {}
-    assert httpx.get(f"{server.v3}/profiles/{profile}", timeout=30).json()["lastUsedAt"] is not None
+    assert loopback.get(f"{server.v3}/profiles/{profile}", timeout=30).json()["lastUsedAt"] is not None
     assert "alice-1" not in server.log()
 
 
@@ -128,7 +129,7 @@ async def test_a_keep_alive_turn_saves_before_parking(
     assert parked["status"] == "idle" and parked["browserLive"] is True
     state = storage_state(server, profile)
     assert jar_cookies(state) == {"kept": "k1"} and jar_storage(state, "localStorage") == {"lk": "k1"}
-    stopped = httpx.post(f"{server.v3}/sessions/{session['id']}/stop", timeout=60).json()
+    stopped = loopback.post(f"{server.v3}/sessions/{session['id']}/stop", timeout=60).json()
     assert stopped["status"] == "stopped"
     assert jar_cookies(storage_state(server, profile)) == {"kept": "k1"}
 
@@ -179,7 +180,7 @@ async def test_a_crashed_browser_leaves_the_profile_as_it_was(
     gate = Gate()
     session = run_session(server, fake, gated_login(login, "set?cookie=sid&value=after", gate), profile)
     assert gate.wait_entered(120)
-    slots = httpx.get(f"{server.base_url}/health/details", timeout=30).json()["slots"]
+    slots = loopback.get(f"{server.base_url}/health/details", timeout=30).json()["slots"]
     index = next(slot["index"] for slot in slots if slot["owner"] == session["id"])  # not a spare's browser
     browsers = [
         p
@@ -262,7 +263,7 @@ async def test_a_follow_up_that_changes_the_profile_releases_the_parked_browser(
     parked = wait_until_status(server, session["id"], {"idle", "stopped", "error"}, timeout=180)
     assert parked["status"] == "idle" and parked["browserLive"] is True
     assert login.state.wait_report(tag_one)["requestCookies"] == {"who": "one"}
-    follow = httpx.post(
+    follow = loopback.post(
         f"{server.v3}/sessions",
         json={"sessionId": session["id"], "task": f"{marker} And now?", "profileId": second},
         timeout=60,
@@ -273,7 +274,7 @@ async def test_a_follow_up_that_changes_the_profile_releases_the_parked_browser(
     assert login.state.wait_report(tag_two)["requestCookies"] == {"who": "two"}
     summaries = [m["summary"] for m in messages(server, session["id"])]
     assert "Browser released to apply new profile" in summaries
-    httpx.post(f"{server.v3}/sessions/{session['id']}/stop", timeout=60)
+    loopback.post(f"{server.v3}/sessions/{session['id']}/stop", timeout=60)
     assert jar_cookies(storage_state(server, first)) == {"who": "one"}
 
 
@@ -293,9 +294,9 @@ async def test_profiles_crud_through_the_sdk(
     assert jar.stat().st_mode & 0o777 == 0o600 and jar.parent.stat().st_mode & 0o777 == 0o700
     await client.profiles.delete(created.id)
     assert not jar.exists()
-    missing = httpx.get(f"{server.v3}/profiles/{created.id}", timeout=30)
+    missing = loopback.get(f"{server.v3}/profiles/{created.id}", timeout=30)
     assert missing.status_code == 404 and missing.json() == {"detail": "Profile not found"}
-    refused = httpx.post(f"{server.v3}/sessions", json={"task": "x", "profileId": str(created.id)}, timeout=30)
+    refused = loopback.post(f"{server.v3}/sessions", json={"task": "x", "profileId": str(created.id)}, timeout=30)
     assert refused.status_code == 422 and refused.json() == {"detail": "Profile not found"}
 
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from tests.conftest import StartServer
 from tests.e2e.agent_support import create, data_of, get, messages, stop, token, wait_for_message, wait_until_status
 from tests.fakes.llm_script import Gate, done, structured
 from tests.fakes.llm_server import FakeProvider
+from tests.support import loopback
 from tests.support.server import ServerProcess, browser_stack_processes
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, pytest.mark.timeout(300)]
@@ -52,7 +52,7 @@ def test_runs_queue_first_come_first_served(start_server: StartServer, fake: Fak
     assert (b_queue["position"], c_queue["position"]) == (1, 2) and b_queue["queuedAt"] <= c_queue["queuedAt"]
     assert b_queue["etaSeconds"] is None, "no turn has finished yet: nothing to estimate from"
     assert get(server, a["id"])["queue"] is None
-    details = httpx.get(f"{server.base_url}/health/details").json()
+    details = loopback.get(f"{server.base_url}/health/details").json()
     assert details["queuedSessions"] == 2 and details["activeSessions"] == 1
 
     stopped = stop(server, c["id"], "task")
@@ -78,7 +78,7 @@ def test_delete_of_a_queued_run_frees_its_place(start_server: StartServer, fake:
     assert gate.wait_entered(90)
     b = create(server, task=f"{token('GONE')} queued then deleted")
     queued_note(server, b["id"])
-    assert httpx.delete(f"{server.v3}/sessions/{b['id']}").status_code == 204
+    assert loopback.delete(f"{server.v3}/sessions/{b['id']}").status_code == 204
     c = create(server, task=f"{token('NEXT')} runs next")
     gate.open()
     wait_until_status(server, a["id"], {"stopped"})

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-import httpx
 import psutil
 import pytest
 from browser_use_sdk.v3 import AsyncBrowserUse
@@ -31,6 +30,7 @@ from tests.e2e.browser_support import needs_display
 from tests.e2e.servers import running_server
 from tests.fakes.llm_script import Gate, done, structured
 from tests.fakes.llm_server import FakeProvider
+from tests.support import loopback
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
@@ -73,7 +73,7 @@ def recorders(server: ServerProcess) -> list[psutil.Process]:
 def start_held_turn(server: ServerProcess, fake: FakeProvider, marker: str, **body: Any) -> tuple[dict[str, Any], Gate]:
     gate = Gate()
     fake.script(marker, [structured(done("Recorded."), gate=gate)], when=lambda r: r.is_agent_step)
-    response = httpx.post(
+    response = loopback.post(
         f"{server.v3}/sessions", json={"task": f"{marker} Say hi.", "model": MODEL, **body}, timeout=30
     )
     assert response.status_code == 200, response.text
@@ -88,7 +88,7 @@ def recording_files(server: ServerProcess, session_id: str) -> list[Path]:
 
 def fetch(url: str) -> bytes:
     """The recording behind a signed URL, without the API key (the signature is the credential)."""
-    response = httpx.get(url, timeout=30)
+    response = loopback.get(url, timeout=30)
     assert response.status_code == 200, response.text
     return response.content
 
@@ -99,7 +99,7 @@ async def test_a_recorded_turn_gives_one_readable_mp4_listed_once_final(
     session, gate = start_held_turn(server, fake, token("REC"), enableRecording=True)
     try:
         wait_until(lambda: len(recorders(server)) == 1, 30, what="a recorder to start")
-        running = httpx.get(f"{server.v3}/sessions/{session['id']}", timeout=30).json()
+        running = loopback.get(f"{server.v3}/sessions/{session['id']}", timeout=30).json()
         assert running["recordingUrls"] == []  # still being written: not listed
         partial = recording_files(server, session["id"])
         assert [p.name.endswith(".mp4.part") for p in partial] == [True]
@@ -128,14 +128,14 @@ async def test_a_recorded_turn_gives_one_readable_mp4_listed_once_final(
     assert not recorders(server)  # stopped with the turn
 
     # the dashboard plays it where the live view was, with the turn's steps as marks that seek the video
-    page = httpx.get(f"{server.base_url}/sessions/{session['id']}", timeout=30)
+    page = loopback.get(f"{server.base_url}/sessions/{session['id']}", timeout=30)
     assert page.status_code == 200, page.text
     assert f"/v3/sessions/{session['id']}/files/recordings/{files[0].name}?expires=" in page.text
     marks = re.findall(r'data-seek="([\d.]+)"><time>[\d:]+</time> ([^<]+)</a>', page.text)
     labels = {label.split(":")[0]: float(seconds) for seconds, label in marks}
     assert set(labels) >= {"Task", "Step 1", "Done"}, page.text
     assert labels["Task"] == 0.0 and labels["Step 1"] < 2.0 and labels["Done"] >= HELD_SECONDS - 1, labels
-    assert httpx.get(f"{server.base_url}/ui/static/recordings.js", timeout=30).status_code == 200
+    assert loopback.get(f"{server.base_url}/ui/static/recordings.js", timeout=30).status_code == 200
 
 
 async def test_a_recorder_killed_mid_run_still_leaves_a_readable_file(
@@ -153,7 +153,7 @@ async def test_a_recorder_killed_mid_run_still_leaves_a_readable_file(
         gate.open()
     ended = wait_until_status(server, session["id"], TERMINAL, timeout=60)
     assert ended["isTaskSuccessful"] is True, ended
-    listed = httpx.get(f"{server.v3}/sessions/{session['id']}", timeout=30).json()["recordingUrls"]
+    listed = loopback.get(f"{server.v3}/sessions/{session['id']}", timeout=30).json()["recordingUrls"]
     assert len(listed) == 1, listed
     files = recording_files(server, session["id"])
     assert len(files) == 1 and NAME.match(files[0].name), files
@@ -165,7 +165,7 @@ async def test_a_recorder_killed_mid_run_still_leaves_a_readable_file(
 def test_sessions_without_enable_recording_record_nothing(server: ServerProcess, fake: FakeProvider) -> None:
     marker = token("REC-OFF")
     fake.script(marker, [done("Not recorded.")], when=lambda r: r.is_agent_step)
-    session = httpx.post(f"{server.v3}/sessions", json={"task": f"{marker} Say hi.", "model": MODEL}, timeout=30)
+    session = loopback.post(f"{server.v3}/sessions", json={"task": f"{marker} Say hi.", "model": MODEL}, timeout=30)
     ended = wait_until_status(server, session.json()["id"], TERMINAL, timeout=60)
     assert ended["isTaskSuccessful"] is True and ended["recordingUrls"] == []
     assert recording_files(server, ended["id"]) == []
@@ -178,7 +178,9 @@ def test_without_ffmpeg_the_run_goes_on_and_the_feed_says_why(tmp_path: Path, fa
     ) as process:
         marker = token("REC-NOFF")
         fake.script(marker, [done("Ran anyway.")], when=lambda r: r.is_agent_step)
-        session = httpx.post(f"{process.v3}/sessions", json={"task": f"{marker} Say hi.", "model": MODEL}, timeout=30)
+        session = loopback.post(
+            f"{process.v3}/sessions", json={"task": f"{marker} Say hi.", "model": MODEL}, timeout=30
+        )
         ended = wait_until_status(process, session.json()["id"], TERMINAL, timeout=90)
         assert ended["isTaskSuccessful"] is True and ended["output"] == "Ran anyway.", ended
         assert ended["recordingUrls"] == []
@@ -218,7 +220,7 @@ def test_a_stop_mid_turn_still_saves_and_lists_the_turns_recording(server: Serve
     try:
         wait_until(lambda: len(recorders(server)) == 1, 30, what="a recorder to start")
         time.sleep(2.5)
-        stopped = httpx.post(f"{server.v3}/sessions/{session['id']}/stop", json={"strategy": "session"}, timeout=60)
+        stopped = loopback.post(f"{server.v3}/sessions/{session['id']}/stop", json={"strategy": "session"}, timeout=60)
         assert stopped.status_code == 200, stopped.text
     finally:
         gate.open()
@@ -301,7 +303,7 @@ def test_a_recording_cut_short_by_a_server_crash_lists_after_the_restart(
         restarted = start_server(home=crashed.home, **fake.env(), MAX_CONCURRENT_SESSIONS=1)
     finally:
         gate.open()
-    interrupted = httpx.get(f"{restarted.v3}/sessions/{session['id']}", timeout=30).json()
+    interrupted = loopback.get(f"{restarted.v3}/sessions/{session['id']}", timeout=30).json()
     assert interrupted["status"] == "error" and len(interrupted["recordingUrls"]) == 1, interrupted
     [final] = recording_files(restarted, session["id"])
     assert NAME.match(final.name) and float(probe(final)["format"]["duration"]) >= 1.0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import httpx
 import psutil
 import pytest
 
@@ -10,6 +9,7 @@ from tests.conftest import StartServer
 from tests.e2e.agent_support import agent_steps, create, messages, stop, token, wait_until_status
 from tests.fakes.llm_script import agent_step, done
 from tests.fakes.llm_server import FakeProvider
+from tests.support import loopback
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display]
 
@@ -41,7 +41,7 @@ def test_a_memory_bomb_is_warned_once_then_ends_the_session_with_memory_limit(
     warnings = [m for m in feed if "memory cap of 768 MiB" in m["summary"] and m["type"] != "browser_action_error"]
     assert warnings, [m["summary"] for m in feed]
     assert any("went over its memory cap" in m["summary"] for m in feed if m is not warnings[0])
-    assert httpx.get(f"{server.base_url}/health", timeout=5).status_code == 200, "the server outlived the bomb"
+    assert loopback.get(f"{server.base_url}/health", timeout=5).status_code == 200, "the server outlived the bomb"
     assert server.process is not None and server.process.poll() is None
     assert _server_rss(server.process.pid) < server_rss_before + 200 * 1024 * 1024, "the bomb was not in the server"
 

@@ -26,6 +26,7 @@ from tests.e2e.agent_support import agent_steps, data_of, messages, session_file
 from tests.fakes.llm_script import agent_step, click_on, done, navigate, run_code, type_into
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.secret_sites import SecretSites
+from tests.support import loopback
 from tests.support.polling import wait_for_status
 from tests.support.server import ServerProcess
 
@@ -83,7 +84,7 @@ class EventTap:
         return self
 
     def _read(self, url: str) -> None:
-        with httpx.stream("GET", url, timeout=httpx.Timeout(30, read=180)) as response:
+        with loopback.stream("GET", url, timeout=httpx.Timeout(30, read=180)) as response:
             for chunk in response.iter_bytes():
                 self.body += chunk
 
@@ -163,9 +164,9 @@ async def test_a_secret_is_typed_on_its_origin_and_found_in_no_sink(
 
     # no sink holds it
     sinks: dict[str, bytes] = {
-        "feed": httpx.get(f"{agent_server.v3}/sessions/{sid}/messages", params={"limit": 1000}, timeout=30).content,
+        "feed": loopback.get(f"{agent_server.v3}/sessions/{sid}/messages", params={"limit": 1000}, timeout=30).content,
         "sse": stream,
-        "session": httpx.get(f"{agent_server.v3}/sessions/{sid}", timeout=30).content,
+        "session": loopback.get(f"{agent_server.v3}/sessions/{sid}", timeout=30).content,
         "log": agent_server.log_path.read_bytes(),
         "llm": "\n".join(r.text for r in fake.requests_matching(marker)).encode(),
     }

@@ -19,13 +19,14 @@ import httpx
 import pytest
 
 from tests.conftest import StartServer
+from tests.support import loopback
 from tests.support.server import ServerProcess
 
 pytestmark = pytest.mark.e2e
 
 
 def _post(server: ServerProcess, **body: Any) -> httpx.Response:
-    return httpx.post(f"{server.v3}/sessions", json=body, timeout=30)
+    return loopback.post(f"{server.v3}/sessions", json=body, timeout=30)
 
 
 def _stored_secrets(server: ServerProcess, session_id: str) -> Any:
@@ -62,7 +63,7 @@ def test_bad_sensitive_data_is_a_422_with_one_sentence(
     assert response.status_code == 422, response.text
     message = response.json()["detail"]
     assert isinstance(message, str) and detail in message and message.count(". ") == 0
-    listed = httpx.get(f"{server.v3}/sessions", timeout=30).json()
+    listed = loopback.get(f"{server.v3}/sessions", timeout=30).json()
     assert listed["total"] == 0
 
 
@@ -82,7 +83,7 @@ def test_files_are_private_and_secrets_leave_the_row_and_the_file_when_the_sessi
     assert '"https://*.bank.test": {"pw": "' + value in _stored_secrets(server, sid)
     assert value.encode() in _database_bytes(server)
 
-    stopped = httpx.post(f"{server.v3}/sessions/{sid}/stop", json={"strategy": "session"}, timeout=30)
+    stopped = loopback.post(f"{server.v3}/sessions/{sid}/stop", json={"strategy": "session"}, timeout=30)
     assert stopped.status_code == 200 and stopped.json()["status"] == "stopped"
     assert _stored_secrets(server, sid) is None
     assert value.encode() not in _database_bytes(server)
@@ -95,9 +96,9 @@ def test_a_keep_alive_session_keeps_its_secrets_while_it_takes_follow_ups(start_
     assert created.status_code == 200
     sid = created.json()["id"]
     assert _stored_secrets(server, sid) == '{"https://a.test": {"user": "' + value + '"}}'
-    httpx.post(f"{server.v3}/sessions/{sid}/stop", json={"strategy": "session"}, timeout=30).raise_for_status()
+    loopback.post(f"{server.v3}/sessions/{sid}/stop", json={"strategy": "session"}, timeout=30).raise_for_status()
     assert _stored_secrets(server, sid) == '{"https://a.test": {"user": "' + value + '"}}'
-    assert httpx.delete(f"{server.v3}/sessions/{sid}", timeout=30).status_code in {200, 204}
+    assert loopback.delete(f"{server.v3}/sessions/{sid}", timeout=30).status_code in {200, 204}
     assert value.encode() not in _database_bytes(server)
 
 
@@ -110,7 +111,7 @@ def test_readable_env_and_data_files_are_warned_about_at_startup(start_server: S
     (home / "data" / "browser_use.db").touch()
     (home / "data" / "browser_use.db").chmod(0o644)
     server = start_server(home=home)
-    details = httpx.get(f"{server.base_url}/health/details", timeout=30).json()
+    details = loopback.get(f"{server.base_url}/health/details", timeout=30).json()
     warnings = details["fileWarnings"]
     assert any(".env" in w and "0644" in w and "chmod 600" in w for w in warnings), warnings
     assert any(w.startswith(str(home / "data") + " (the data directory) has mode 0755") for w in warnings), warnings
@@ -121,5 +122,5 @@ def test_readable_env_and_data_files_are_warned_about_at_startup(start_server: S
 
 def test_private_files_get_no_warning(start_server: StartServer) -> None:
     server = start_server()
-    assert httpx.get(f"{server.base_url}/health/details", timeout=30).json()["fileWarnings"] == []
+    assert loopback.get(f"{server.base_url}/health/details", timeout=30).json()["fileWarnings"] == []
     assert "Insecure file mode" not in server.log()

@@ -13,13 +13,13 @@ import random
 import signal
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from tests.conftest import StartServer
 from tests.e2e.agent_support import create, get, stop, token, wait_for_message, wait_until_status
 from tests.fakes.llm_script import Gate, done, structured
 from tests.fakes.llm_server import FakeProvider
+from tests.support import loopback
 from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, pytest.mark.timeout(600)]
@@ -48,8 +48,8 @@ def answering(fake: FakeProvider, marker: str, answer: str) -> None:
 def act(server: ServerProcess, session_id: str, action: str) -> str | None:
     """Apply ``action``; the status it must end in (None when the session is gone)."""
     if action == "delete":
-        assert httpx.delete(f"{server.v3}/sessions/{session_id}", timeout=60).status_code == 204
-        assert httpx.get(f"{server.v3}/sessions/{session_id}", timeout=30).status_code == 404
+        assert loopback.delete(f"{server.v3}/sessions/{session_id}", timeout=60).status_code == 204
+        assert loopback.get(f"{server.v3}/sessions/{session_id}", timeout=30).status_code == 404
         return None
     strategy = "session" if action == "stop_session" else "task"
     stopped = stop(server, session_id, strategy)
@@ -59,9 +59,9 @@ def act(server: ServerProcess, session_id: str, action: str) -> str | None:
 
 
 def nothing_in_flight(server: ServerProcess) -> None:
-    sessions = httpx.get(f"{server.v3}/sessions", params={"pageSize": 100}, timeout=30).json()["sessions"]
+    sessions = loopback.get(f"{server.v3}/sessions", params={"pageSize": 100}, timeout=30).json()["sessions"]
     assert [s["id"] for s in sessions if s["status"] in {"running", "created"} and s.get("task")] == []
-    details = httpx.get(f"{server.base_url}/health/details", timeout=30).json()
+    details = loopback.get(f"{server.base_url}/health/details", timeout=30).json()
     assert details["activeSessions"] == 0 and details["queuedSessions"] == 0, details
 
 

@@ -25,6 +25,7 @@ from websockets.typing import Subprotocol
 
 from tests.e2e.browser_support import cdp_evaluate, cdp_navigate, create_browser, needs_display, stop_browser
 from tests.e2e.servers import raw_browser, running_server
+from tests.support import loopback
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.server import ServerProcess
 
@@ -143,17 +144,17 @@ def test_pause_and_resume_a_raw_browser(server: ServerProcess, http: httpx.Clien
     assert again["takeoverUrl"] == takeover_url and again["pause"]["reason"] == "log in"
     assert http.get(f"/v3/browsers/{browser_id}").json()["takeoverUrl"] == takeover_url
 
-    page = httpx.get(f"{server.base_url}{takeover_url}")
+    page = loopback.get(f"{server.base_url}{takeover_url}")
     assert page.status_code == 200 and "Hand back to agent" in page.text
     assert f'"resumePath": "/v3/browsers/{browser_id}/resume"' in page.text
-    assert '"resumePath": null' in httpx.get(f"{server.base_url}{paused['liveUrl']}").text
+    assert '"resumePath": null' in loopback.get(f"{server.base_url}{paused['liveUrl']}").text
     assert "unsafe" not in page.headers["content-security-policy"]
 
     resume_path = f"{server.base_url}/v3/browsers/{browser_id}/resume"
-    wrong = httpx.post(resume_path, json={}, headers={"Authorization": "Bearer not-the-token"})
+    wrong = loopback.post(resume_path, json={}, headers={"Authorization": "Bearer not-the-token"})
     assert wrong.status_code == 401
     token = parse_qs(urlsplit(takeover_url).query)["takeover"][0]
-    resumed = httpx.post(resume_path, json={"note": "done"}, headers={"Authorization": f"Bearer {token}"})
+    resumed = loopback.post(resume_path, json={"note": "done"}, headers={"Authorization": f"Bearer {token}"})
     assert resumed.status_code == 200, resumed.text
     BrowserSessionView.model_validate(resumed.json())
     assert resumed.json()["state"] == "live" and resumed.json()["pause"] is None
@@ -161,7 +162,7 @@ def test_pause_and_resume_a_raw_browser(server: ServerProcess, http: httpx.Clien
     not_paused = http.post(f"/v3/browsers/{browser_id}/resume", json={})
     assert not_paused.status_code == 422 and not_paused.json()["code"] == "session_not_paused"
     # the closed token authorises nothing any more, not even the resume it was for
-    assert httpx.post(resume_path, json={}, headers={"Authorization": f"Bearer {token}"}).status_code == 401
+    assert loopback.post(resume_path, json={}, headers={"Authorization": f"Bearer {token}"}).status_code == 401
     assert http.post(f"/v3/browsers/{browser_id}/pause", json={"reason": 5}).status_code == 422
 
 

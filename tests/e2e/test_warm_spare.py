@@ -9,7 +9,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import httpx
 import psutil
 import pytest
 
@@ -26,6 +25,7 @@ from tests.e2e.browser_support import (
 )
 from tests.e2e.servers import api_client, running_server
 from tests.fakes.llm_server import FakeProvider
+from tests.support import loopback
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.server import ServerProcess, wait_until
 
@@ -35,7 +35,7 @@ MODEL = "claude-sonnet-5"
 
 
 def details(server: ServerProcess) -> dict[str, Any]:
-    data: dict[str, Any] = httpx.get(f"{server.base_url}/health/details", timeout=30).json()
+    data: dict[str, Any] = loopback.get(f"{server.base_url}/health/details", timeout=30).json()
     return data
 
 
@@ -89,7 +89,7 @@ def test_a_spare_waits_at_idle_and_is_not_a_session(tmp_path: Path) -> None:
         assert spare["owner"] is None and spare["pssMib"] > 0
         assert health["slots"] == []
         assert health["activeSessions"] == health["running"] == health["queued"] == health["parked"] == 0
-        assert httpx.get(f"{server.v3}/sessions", timeout=30).json()["total"] == 0
+        assert loopback.get(f"{server.v3}/sessions", timeout=30).json()["total"] == 0
         names = stack_process_names(server)
         assert {"Xvfb", "chromium"} <= names and not names & {"x11vnc", "websockify"}  # live view off
         chromium_of(server, spare["index"])

@@ -17,7 +17,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from browser_use_sdk.v3 import BrowserUse
 from prometheus_client.parser import text_string_to_metric_families
@@ -25,6 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.e2e.agent_support import create, get, wait_until_status
 from tests.e2e.browser_support import needs_display
 from tests.fakes.llm_server import FakeProvider
+from tests.support import loopback
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
@@ -139,7 +139,7 @@ def statuses_for(deliveries: list[Delivery], session_id: str) -> list[str]:
 
 
 def metric(server: ServerProcess, name: str, **labels: str) -> float:
-    text = httpx.get(f"{server.base_url}/metrics", timeout=30).text
+    text = loopback.get(f"{server.base_url}/metrics", timeout=30).text
     total = 0.0
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
@@ -199,12 +199,12 @@ def test_refused_targets_fail_for_good_and_bad_urls_get_422(
     start_server: Any, fake: FakeProvider, receiver: Receiver
 ) -> None:
     server = start_server(**webhook_env(fake, receiver, WEBHOOK_URL="http://169.254.169.254/latest/hook"))
-    bad = httpx.post(f"{server.v3}/sessions", json={"webhookUrl": "ftp://example.com/x"}, timeout=30)
+    bad = loopback.post(f"{server.v3}/sessions", json={"webhookUrl": "ftp://example.com/x"}, timeout=30)
     assert bad.status_code == 422 and "webhook URL" in str(bad.json()["detail"])
 
     # a shell stopped by hand changes status without a browser: one event for each target
     shell = create(server, webhookUrl="http://10.1.2.3/private-hook")
-    stopped = httpx.post(f"{server.v3}/sessions/{shell['id']}/stop", timeout=30)
+    stopped = loopback.post(f"{server.v3}/sessions/{shell['id']}/stop", timeout=30)
     assert stopped.status_code == 200, stopped.text
 
     def refused_twice() -> bool:
@@ -227,7 +227,7 @@ def test_pause_and_raw_browser_end_are_announced(start_server: Any, fake: FakePr
         server = start_server(**webhook_env(fake, hook, WEBHOOK_URL=hook.url))
         session = create(server, task="Say parked.", keepAlive=True)
         assert wait_until_status(server, session["id"], {"idle", "stopped", "error"})["status"] == "idle"
-        paused = httpx.post(f"{server.v3}/sessions/{session['id']}/pause", json={"reason": "my turn"}, timeout=30)
+        paused = loopback.post(f"{server.v3}/sessions/{session['id']}/pause", json={"reason": "my turn"}, timeout=30)
         assert paused.status_code == 200 and paused.json()["pause"]["state"] == "paused"
 
         def pause_announced() -> list[Delivery]:
@@ -240,8 +240,8 @@ def test_pause_and_raw_browser_end_are_announced(start_server: Any, fake: FakePr
         assert announced.event["payload"]["metadata"]["reason"] == "my turn"
         assert announced.event["payload"]["metadata"]["by"] == "user"
 
-        browser = httpx.post(f"{server.v3}/browsers", json={}, timeout=60).json()
-        stopped = httpx.patch(f"{server.v3}/browsers/{browser['id']}", json={"action": "stop"}, timeout=60)
+        browser = loopback.post(f"{server.v3}/browsers", json={}, timeout=60).json()
+        stopped = loopback.patch(f"{server.v3}/browsers/{browser['id']}", json={"action": "stop"}, timeout=60)
         assert stopped.status_code == 200, stopped.text
 
         def browser_announced() -> list[Delivery]:

@@ -16,6 +16,7 @@ import httpx
 import psutil
 
 from openbrowse.slots.slot_files import scratch_dir
+from tests.support import loopback
 from tests.support.slot_range import claim_slot_base, free_slot_base, release_slot_base
 
 REPO = Path(__file__).resolve().parents[2]
@@ -115,7 +116,7 @@ class ServerProcess:
         if self.process.poll() is not None:
             raise RuntimeError(f"server exited with {self.process.returncode}:\n{self.log()[-4000:]}")
         try:
-            return httpx.get(f"{self.base_url}/health", timeout=1).status_code == 200
+            return loopback.get(f"{self.base_url}/health", timeout=1).status_code == 200
         except httpx.HTTPError:
             return False
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import anthropic
-import httpx
 import openai
 import pytest
 from anthropic.types import ToolUseBlock
@@ -31,6 +30,7 @@ from tests.integration.fake_provider.helpers import (
     nth,
     openai_client,
 )
+from tests.support import loopback
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -224,7 +224,7 @@ def test_standalone_server_answers_and_stops() -> None:
         for line in process.stderr:
             if "listening on" in line:
                 break
-        reply = httpx.post(
+        reply = loopback.post(
             f"http://127.0.0.1:{port}/v1/messages",
             json={"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]},
         )

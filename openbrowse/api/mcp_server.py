@@ -1,0 +1,66 @@
+"""The ``mcp`` SDK's side of ``/v3/mcp`` (spec §23.1): the server with every tool, and its streamable-HTTP handler.
+
+Imported on the first ``/v3/mcp`` request, not at start-up (:class:`~openbrowse.api.mcp_endpoint.McpEndpoint`):
+the SDK and its protocol types take about 0.6 s and 26 MiB to load, which every server paid whether or not any
+MCP client ever came.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import FastAPI
+from mcp.server.mcpserver import MCPServer
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.types import ASGIApp
+
+from openbrowse import __version__
+from openbrowse.api.mcp_browser_tools import register_browser_tools
+from openbrowse.api.mcp_endpoint import MCP_PATH
+from openbrowse.api.mcp_tools import register_session_tools
+from openbrowse.profiles.service import ProfileService
+from openbrowse.sessions.manager import SessionManager
+
+__all__ = ["LoadedMcp", "build_mcp_server"]
+
+INSTRUCTIONS = (
+    "OpenBrowse runs browser-agent sessions on this machine. run_session (or run_task) starts one and answers at "
+    "once with its id and liveUrl; wait_for_session waits for it to finish; send_task gives it a follow-up. "
+    "The browser tools (list_pages, navigate_page, take_snapshot, click, fill, …) drive a browser of your own, "
+    "private to this MCP session, or a raw browser given by browserId."
+)
+
+
+@dataclass(frozen=True)
+class LoadedMcp:
+    """What the endpoint needs of the SDK: its session manager (run once, for as long as the app runs) and the
+    ASGI handler of its requests."""
+
+    server: MCPServer[Any]
+    sessions: StreamableHTTPSessionManager
+    handler: ASGIApp
+
+
+def _session_manager(server: MCPServer[Any]) -> StreamableHTTPSessionManager:
+    # Building the SDK's Starlette app creates its session manager; only the manager and its handler are used.
+    # The SDK's DNS-rebinding check is off: the app-wide BrowserGuard applies our Host and Origin rules (§2.2).
+    server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    return server.session_manager
+
+
+def build_mcp_server(app: FastAPI) -> LoadedMcp:
+    """The MCP server of ``app``; its tools use the services the lifespan put on ``app.state``."""
+    server: MCPServer[Any] = MCPServer("OpenBrowse", version=__version__, instructions=INSTRUCTIONS)
+
+    def services() -> tuple[SessionManager, ProfileService]:
+        return app.state.manager, app.state.profiles
+
+    register_session_tools(server, services)
+    register_browser_tools(server, lambda: app.state.browser_tools)
+    sessions = _session_manager(server)
+    return LoadedMcp(server, sessions, StreamableHTTPASGIApp(sessions))
