@@ -19,8 +19,8 @@ import contextlib
 import importlib
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Protocol
 
 from fastapi import FastAPI
 from starlette.requests import HTTPConnection
@@ -33,9 +33,6 @@ from openbrowse.api.deps import authenticator_of
 from openbrowse.api.errors import auth_refusal
 from openbrowse.mcpbrowser.backend import BrowserToolsBackend
 
-if TYPE_CHECKING:
-    from openbrowse.api.mcp_server import LoadedMcp
-
 __all__ = ["MCP_PATH", "SESSION_HEADER", "McpEndpoint", "McpGate", "install_mcp", "mcp_lifespan"]
 
 MCP_PATH = "/v3/mcp"
@@ -43,6 +40,23 @@ SESSION_HEADER = "mcp-session-id"
 OWNER_IDLE_S = 30 * 60
 """An MCP client silent this long has its private browser context closed; its next call gets a fresh one."""
 SDK_MODULE = "openbrowse.api.mcp_server"
+"""Loaded on the first request; its ``build_mcp_server(app)`` gives a :class:`LoadedMcp`."""
+
+
+class SdkSessions(Protocol):
+    """The SDK's ``StreamableHTTPSessionManager``, as far as the endpoint uses it."""
+
+    def run(self) -> AbstractAsyncContextManager[None]: ...
+
+
+class LoadedMcp(Protocol):
+    """What ``api/mcp_server.py`` builds: the SDK's session manager and the ASGI handler of its requests."""
+
+    @property
+    def sessions(self) -> SdkSessions: ...
+
+    @property
+    def handler(self) -> ASGIApp: ...
 
 
 class McpGate:
@@ -102,8 +116,8 @@ class McpEndpoint:
 
     def __init__(self, app: FastAPI) -> None:
         self._app = app
-        self._lock = asyncio.Lock()
         self._stop = asyncio.Event()
+        self._loading: asyncio.Task[LoadedMcp | None] | None = None
         self._loaded: LoadedMcp | None = None
         self._runner: asyncio.Task[None] | None = None
 
@@ -123,32 +137,48 @@ class McpEndpoint:
     async def _handler(self) -> ASGIApp | None:
         if self._loaded is not None:
             return self._loaded.handler
-        async with self._lock:
-            if self._loaded is None and not self._stop.is_set():
-                module = await asyncio.to_thread(importlib.import_module, SDK_MODULE)
-                if self._stop.is_set():  # shut down while the SDK loaded
-                    return None
-                loaded: LoadedMcp = module.build_mcp_server(self._app)
-                started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-                self._runner = asyncio.create_task(self._serve(loaded, started), name="mcp-sessions")
-                await asyncio.shield(started)
-                self._loaded = loaded
-        return self._loaded.handler if self._loaded is not None else None
+        if self._stop.is_set():
+            return None
+        if self._loading is None:
+            # a task of ours, not the request's: a client that hangs up mid-load does not cancel it
+            self._loading = asyncio.create_task(self._load(), name="mcp-load")
+        loading = self._loading
+        try:
+            loaded = await asyncio.shield(loading)
+        except Exception:
+            if self._loading is loading and loading.done():
+                self._loading = None  # the next request tries again
+            raise
+        return loaded.handler if loaded is not None else None
+
+    async def _load(self) -> LoadedMcp | None:
+        module = await asyncio.to_thread(importlib.import_module, SDK_MODULE)
+        if self._stop.is_set():  # shut down while the SDK loaded
+            return None
+        loaded: LoadedMcp = module.build_mcp_server(self._app)
+        started: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._runner = asyncio.create_task(self._serve(loaded, started), name="mcp-sessions")
+        await started
+        self._loaded = loaded
+        return loaded
 
     async def _serve(self, loaded: LoadedMcp, started: asyncio.Future[None]) -> None:
         try:
             async with loaded.sessions.run():
                 started.set_result(None)
                 await self._stop.wait()
-        except BaseException as exc:
-            if not started.done():
-                started.set_exception(exc)
-            raise
+        except Exception as exc:
+            if started.done():
+                raise
+            started.set_exception(exc)  # the loading request reports it; a later one tries again
 
     async def aclose(self) -> None:
         """Stop the SDK's sessions if a request started them; later requests are refused with 503."""
         self._stop.set()
-        if self._runner is not None:
+        if self._loading is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._loading)
+        if self._runner is not None:  # only read now: a load still running above may have started it
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._runner)
 

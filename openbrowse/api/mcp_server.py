@@ -23,7 +23,7 @@ from openbrowse.api.mcp_tools import register_session_tools
 from openbrowse.profiles.service import ProfileService
 from openbrowse.sessions.manager import SessionManager
 
-__all__ = ["LoadedMcp", "build_mcp_server"]
+__all__ = ["McpServerParts", "build_mcp_server"]
 
 INSTRUCTIONS = (
     "OpenBrowse runs browser-agent sessions on this machine. run_session (or run_task) starts one and answers at "
@@ -34,9 +34,9 @@ INSTRUCTIONS = (
 
 
 @dataclass(frozen=True)
-class LoadedMcp:
-    """What the endpoint needs of the SDK: its session manager (run once, for as long as the app runs) and the
-    ASGI handler of its requests."""
+class McpServerParts:
+    """The SDK's server, its session manager (run once, for as long as the app runs) and the ASGI handler of its
+    requests: a :class:`~openbrowse.api.mcp_endpoint.LoadedMcp`."""
 
     server: MCPServer[Any]
     sessions: StreamableHTTPSessionManager
@@ -53,7 +53,7 @@ def _session_manager(server: MCPServer[Any]) -> StreamableHTTPSessionManager:
     return server.session_manager
 
 
-def build_mcp_server(app: FastAPI) -> LoadedMcp:
+def build_mcp_server(app: FastAPI) -> McpServerParts:
     """The MCP server of ``app``; its tools use the services the lifespan put on ``app.state``."""
     server: MCPServer[Any] = MCPServer("OpenBrowse", version=__version__, instructions=INSTRUCTIONS)
 
@@ -63,4 +63,4 @@ def build_mcp_server(app: FastAPI) -> LoadedMcp:
     register_session_tools(server, services)
     register_browser_tools(server, lambda: app.state.browser_tools)
     sessions = _session_manager(server)
-    return LoadedMcp(server, sessions, StreamableHTTPASGIApp(sessions))
+    return McpServerParts(server, sessions, StreamableHTTPASGIApp(sessions))
