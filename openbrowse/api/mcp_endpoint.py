@@ -123,7 +123,7 @@ class McpEndpoint:
 
     @property
     def loaded(self) -> LoadedMcp | None:
-        """The SDK's server once a request has loaded it (``None`` before)."""
+        """The SDK's parts once a request has loaded them (``None`` before)."""
         return self._loaded
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

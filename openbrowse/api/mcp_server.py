@@ -35,10 +35,9 @@ INSTRUCTIONS = (
 
 @dataclass(frozen=True)
 class McpServerParts:
-    """The SDK's server, its session manager (run once, for as long as the app runs) and the ASGI handler of its
+    """The SDK server's session manager (run once, for as long as the app runs) and the ASGI handler of its
     requests: a :class:`~openbrowse.api.mcp_endpoint.LoadedMcp`."""
 
-    server: MCPServer[Any]
     sessions: StreamableHTTPSessionManager
     handler: ASGIApp
 
@@ -63,4 +62,4 @@ def build_mcp_server(app: FastAPI) -> McpServerParts:
     register_session_tools(server, services)
     register_browser_tools(server, lambda: app.state.browser_tools)
     sessions = _session_manager(server)
-    return McpServerParts(server, sessions, StreamableHTTPASGIApp(sessions))
+    return McpServerParts(sessions, StreamableHTTPASGIApp(sessions))
