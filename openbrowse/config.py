@@ -20,6 +20,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from openbrowse.errors import ConfigError
 
 LAST_SLOT_INDEX = 169
+SCRIPT_UID_OFFSET = LAST_SLOT_INDEX + 1
+"""Slot ``i``'s script host runs as ``SANDBOX_UID_BASE + SCRIPT_UID_OFFSET + i``: above every slot's own uid, so
+the two ranges never meet whatever the slot indexes."""
 """Slot 170 would put a VNC port (5910+i) on the first noVNC port (6080)."""
 
 _LOOPBACK_NAMES = {"localhost", "ip6-localhost", "ip6-loopback"}
@@ -159,8 +162,10 @@ class Settings(BaseSettings):
     ALLOW_UNSANDBOXED: bool = False
     """Run slots without the per-slot sandbox (own uid, namespaces, cgroup limits) where the kernel refuses it.
     Development only: a hostile page can then reach the host (spec §24.2)."""
-    SANDBOX_UID_BASE: int = Field(default=61000, ge=1000, le=2**31 - 2 - LAST_SLOT_INDEX)
-    """Slot ``i`` runs its sandboxed processes as uid and gid ``SANDBOX_UID_BASE + i`` (no passwd entry needed)."""
+    SANDBOX_UID_BASE: int = Field(default=61000, ge=1000, le=2**31 - 2 - SCRIPT_UID_OFFSET - LAST_SLOT_INDEX)
+    """Slot ``i`` runs its sandboxed processes as uid and gid ``SANDBOX_UID_BASE + i`` (no passwd entry needed), and
+    its script host as ``SANDBOX_UID_BASE + 170 + i`` (:data:`SCRIPT_UID_OFFSET`), so a script cannot signal the
+    browser or read its profile."""
     SLOT_MEMORY_MB: int = Field(default=2048, ge=256)
     """Memory cap of one slot's sandbox (browser, display and scripts) in MiB (spec §24.5)."""
     SLOT_CPU: float = Field(default=1.0, gt=0)
@@ -286,6 +291,10 @@ class Settings(BaseSettings):
     def run_dir(self) -> Path:
         """Per-instance runtime files: the child-process ledger and slot user-data dirs."""
         return self.data_dir / "run"
+
+    def script_uid(self, index: int) -> int:
+        """The uid of slot ``index``'s script host: never a slot's own uid (see :data:`SCRIPT_UID_OFFSET`)."""
+        return self.SANDBOX_UID_BASE + SCRIPT_UID_OFFSET + index
 
     @property
     def auth_enabled(self) -> bool:

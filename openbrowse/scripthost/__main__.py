@@ -1,4 +1,6 @@
-"""``python -I -m openbrowse.scripthost --channel <socket> --cdp-port <port>``: serve runs until the server hangs up."""
+"""``python -I -m openbrowse.scripthost --channel-fd N --cdp-fd M``: serve runs until the server hangs up.
+
+The seccomp filter (:mod:`.seccomp`) is installed before anything else runs, so no script ever runs without it."""
 
 from __future__ import annotations
 
@@ -16,18 +18,19 @@ from openbrowse.scripthost.cdp import Cdp
 from openbrowse.scripthost.channel import Channel
 from openbrowse.scripthost.helpers import FileHelpers, served_helpers, store_helpers
 from openbrowse.scripthost.namespace import Namespace, pick_jsonld
+from openbrowse.scripthost.seccomp import install_filter
 from openbrowse.scripthost.wire import OUTPUT_LIMIT, TOKEN_ENV
 
 ERROR_LIMIT = 4000
 
 
 class Host:
-    def __init__(self, channel: Channel, cdp_port: int) -> None:
+    def __init__(self, channel: Channel, cdp_fd: int) -> None:
         self._channel = channel
         self._run_id = 0
         self._target: str | None = None
         served = served_helpers(channel)
-        browser = ScriptBrowser(Cdp(cdp_port), lambda: self._target, served["read_pages"])
+        browser = ScriptBrowser(Cdp(cdp_fd), lambda: self._target, served["read_pages"])
         self._namespace = Namespace(
             {
                 "browser": browser,
@@ -74,20 +77,21 @@ class Host:
         )
 
 
-async def serve(channel_path: str, cdp_port: int, token: str) -> None:
-    channel = Channel(channel_path, token)
-    host = Host(channel, cdp_port)
+async def serve(channel_fd: int, cdp_fd: int, token: str) -> None:
+    channel = Channel(channel_fd, token)
+    host = Host(channel, cdp_fd)
     while True:
         await host.run(await channel.runs.get())
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="openbrowse.scripthost")
-    parser.add_argument("--channel", required=True, help="the server's Unix socket")
-    parser.add_argument("--cdp-port", type=int, required=True, help="the slot's Chromium DevTools port")
+    parser.add_argument("--channel-fd", type=int, required=True, help="the inherited channel socket")
+    parser.add_argument("--cdp-fd", type=int, required=True, help="the inherited socket to the page filter")
     args = parser.parse_args()
+    install_filter()
     token = os.environ.pop(TOKEN_ENV, "")
-    asyncio.run(serve(args.channel, args.cdp_port, token))
+    asyncio.run(serve(args.channel_fd, args.cdp_fd, token))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
-"""``browser`` inside scripts: the agent's focused tab and its embedded frames, over the slot's CDP endpoint.
+"""``browser`` inside scripts: the agent's focused tab and its embedded frames, through the server's page filter.
 
-Under site isolation a cross-site frame is a target of its own (type ``iframe``): its document is evaluated
-through a session attached to that target. A frame in the same process as its parent is reached through an
-isolated world created in its owner's session. A frame belongs to the tab when its chain of parents ends at
-the tab's main frame.
+Under site isolation a cross-site frame is a target of its own (type ``iframe``): Chromium attaches it to the
+tab's session (auto-attach) and its document is evaluated through that session. A frame in the same process as
+its parent is reached through an isolated world created in its owner's session. A frame belongs to the tab
+when its chain of parents ends at the tab's main frame.
 """
 
 from __future__ import annotations
@@ -52,20 +52,20 @@ class ScriptBrowser:
     # -- sessions ------------------------------------------------------------------------------------------
     async def _tab(self) -> str:
         target = self._focused()
-        if target:
-            return target
-        infos = (await self._cdp.send("Target.getTargets"))["targetInfos"]
-        pages = [t["targetId"] for t in infos if t.get("type") == "page" and not t["url"].startswith("devtools:")]
-        if not pages:
-            raise LookupError("the browser has no open tab")
-        return str(pages[0])
+        if not target:
+            raise LookupError("the agent has no focused tab for the script to work in")
+        return target
 
     async def _session(self, target_id: str) -> str:
+        frame_session = self._cdp.frames.get(target_id)
+        if frame_session is not None:
+            return frame_session  # a frame of the page, attached by Chromium itself (auto-attach)
         session = self._sessions.get(target_id)
         if session is not None and session not in self._cdp.detached:
             return session
         reply = await self._cdp.send("Target.attachToTarget", {"targetId": target_id, "flatten": True})
         self._sessions[target_id] = session = str(reply["sessionId"])
+        await self._cdp.auto_attach(session)  # the page's cross-origin frames arrive as sessions of their own
         return session
 
     async def _evaluate(self, target_id: str, expression: str, context_id: int | None = None) -> Any:
@@ -118,8 +118,8 @@ class ScriptBrowser:
     async def _frames(self) -> list[tuple[Frame, str]]:
         """Every embedded frame of the tab with the tab's URL, cross-origin frames included."""
         tab = await self._tab()
-        infos = (await self._cdp.send("Target.getTargets"))["targetInfos"]
-        owners = [tab] + [t["targetId"] for t in infos if t.get("type") == "iframe"]
+        await self._session(tab)
+        owners = [tab, *self._cdp.frames]
         frames: dict[str, Frame] = {}
         root_id = tab
         for owner in owners:

@@ -1,7 +1,9 @@
-"""A small CDP client: one browser-level WebSocket to the slot's Chromium, sessions attached with ``flatten``.
+"""A small CDP client over the inherited CDP socket: the server's page filter is on the other end, not Chromium.
 
-Connected on first use (a script that never touches ``browser`` never pays for it); the endpoint is read from
-``/json/version`` on the slot's own CDP port, which inside the sandbox is its own network namespace's loopback.
+The filter lets a script reach the agent's focused page and that page's own frames, nothing of the browser: it
+attaches to the focused target, auto-attaches the page's cross-origin frames (``Target.setAutoAttach``), and
+refuses the rest with a CDP error. Frames are length-prefixed (``wire.CDP_HEADER``). The stream is opened on first
+use, so a script that never touches ``browser`` never pays for it.
 """
 
 from __future__ import annotations
@@ -10,83 +12,62 @@ import asyncio
 import contextlib
 import itertools
 import json
+import socket
 from typing import Any
 
-CONNECT_TIMEOUT = 10.0
+from openbrowse.scripthost.wire import CDP_COMMAND_LIMIT, CDP_HEADER, CDP_MESSAGE_LIMIT
+
 CALL_TIMEOUT = 60.0
-MAX_MESSAGE = 256 * 1024 * 1024
 
 
 class CdpError(RuntimeError):
-    """Chromium answered a command with an error (a closed target, a destroyed context, a bad parameter)."""
-
-
-async def browser_ws_url(port: int) -> str:
-    reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), CONNECT_TIMEOUT)
-    try:
-        writer.write(f"GET /json/version HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode())
-        await writer.drain()
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), CONNECT_TIMEOUT)
-        length = next(
-            (
-                int(line.split(b":", 1)[1])
-                for line in head.split(b"\r\n")
-                if line.lower().startswith(b"content-length:")
-            ),
-            None,
-        )
-        # Chromium keeps the connection open despite "Connection: close": read exactly the body it announced
-        read = reader.readexactly(length) if length is not None else reader.read(64 * 1024)
-        body = await asyncio.wait_for(read, CONNECT_TIMEOUT)
-    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as exc:
-        raise ConnectionError(f"the browser's DevTools endpoint on port {port} did not answer") from exc
-    finally:
-        writer.close()
-    try:
-        url = json.loads(body)["webSocketDebuggerUrl"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise ConnectionError(f"the browser's DevTools endpoint on port {port} gave no WebSocket URL") from exc
-    return str(url)
+    """Chromium (or the filter) answered a command with an error: a closed target, a bad parameter, a refusal."""
 
 
 class Cdp:
-    def __init__(self, port: int) -> None:
-        self._port = port
-        self._ws: Any = None
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._writer: asyncio.StreamWriter | None = None
         self._connecting: asyncio.Lock | None = None
         self._ids = itertools.count(1)
         self._waiting: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._reader: asyncio.Task[None] | None = None
+        self._lost = False
+        self._tasks: set[asyncio.Task[Any]] = set()
         self.detached: set[str] = set()
         """Sessions Chromium reported detached (their target closed or navigated to another process)."""
+        self.frames: dict[str, str] = {}
+        """Auto-attached frame targets of the page (target id → session id), cross-origin iframes."""
 
-    async def _connection(self) -> Any:
-        if self._ws is not None:
-            return self._ws
+    async def _connection(self) -> asyncio.StreamWriter:
+        if self._writer is not None:
+            return self._writer
         if self._connecting is None:
             self._connecting = asyncio.Lock()
         async with self._connecting:
-            if self._ws is None:
-                from websockets.asyncio.client import connect  # imported on first use: start-up stays fast
-
-                url = await browser_ws_url(self._port)
-                self._ws = await asyncio.wait_for(
-                    connect(url, max_size=MAX_MESSAGE, ping_interval=None, open_timeout=CONNECT_TIMEOUT),
-                    CONNECT_TIMEOUT,
-                )
-                self._reader = asyncio.ensure_future(self._read(self._ws))
-        return self._ws
+            if self._lost:
+                raise ConnectionError("the connection to the browser was lost (the browser went away)")
+            if self._writer is None:
+                sock = socket.socket(fileno=self._fd)
+                reader, writer = await asyncio.open_connection(sock=sock, limit=CDP_HEADER + CDP_MESSAGE_LIMIT)
+                self._writer = writer
+                self._reader = asyncio.ensure_future(self._read(reader))
+        return self._writer
 
     async def send(self, method: str, params: dict[str, Any] | None = None, session_id: str | None = None) -> Any:
-        ws = await self._connection()
+        writer = await self._connection()
         call_id = next(self._ids)
         message: dict[str, Any] = {"id": call_id, "method": method, "params": params or {}}
         if session_id is not None:
             message["sessionId"] = session_id
+        data = json.dumps(message, separators=(",", ":")).encode()
+        if len(data) > CDP_COMMAND_LIMIT:
+            raise ValueError(f"the {method} command is too large ({len(data)} bytes; at most {CDP_COMMAND_LIMIT})")
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._waiting[call_id] = future
         try:
-            await ws.send(json.dumps(message))
+            writer.write(len(data).to_bytes(CDP_HEADER, "big") + data)
+            await writer.drain()
             reply = await asyncio.wait_for(future, CALL_TIMEOUT)
         finally:
             self._waiting.pop(call_id, None)
@@ -95,30 +76,53 @@ class Cdp:
             raise CdpError(str(error.get("message", error) if isinstance(error, dict) else error)[:300])
         return reply.get("result", {})
 
-    async def _read(self, ws: Any) -> None:
+    async def _read(self, reader: asyncio.StreamReader) -> None:
         try:
-            async for raw in ws:
-                message = json.loads(raw)
+            while True:
+                size = int.from_bytes(await reader.readexactly(CDP_HEADER), "big")
+                message = json.loads(await reader.readexactly(size))
                 call_id = message.get("id")
                 if call_id is not None:
                     future = self._waiting.get(call_id)
                     if future is not None and not future.done():
                         future.set_result(message)
-                elif message.get("method") == "Target.detachedFromTarget":
-                    session = message.get("params", {}).get("sessionId")
-                    if session:
-                        self.detached.add(session)
-        except Exception:  # the connection dropped: every waiting call fails, the next one reconnects
+                else:
+                    self._event(message)
+        except Exception:  # the server closed the stream: every waiting call fails
             pass
         finally:
-            if self._ws is ws:
-                self._ws = None
+            self._writer, self._lost = None, True
             for future in self._waiting.values():
                 if not future.done():
                     future.set_exception(ConnectionError("the connection to the browser was lost"))
 
+    def _event(self, message: dict[str, Any]) -> None:
+        params = message.get("params") or {}
+        method = message.get("method")
+        if method == "Target.detachedFromTarget":
+            gone = params.get("sessionId")
+            if isinstance(gone, str):
+                self.detached.add(gone)
+                for frame_target, attached in list(self.frames.items()):
+                    if attached == gone:
+                        del self.frames[frame_target]
+        elif method == "Target.attachedToTarget":
+            info = params.get("targetInfo") or {}
+            child, target = params.get("sessionId"), info.get("targetId")
+            if child and target and info.get("type") == "iframe":
+                self.frames[str(target)] = str(child)
+                self.detached.discard(str(child))
+                task = asyncio.ensure_future(self.auto_attach(str(child)))  # its own cross-origin frames
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    async def auto_attach(self, session_id: str) -> None:
+        """Have Chromium attach the frames of ``session_id``'s target, now and as they come (flattened sessions)."""
+        params = {"autoAttach": True, "waitForDebuggerOnStart": False, "flatten": True}
+        with contextlib.suppress(CdpError, ConnectionError, TimeoutError):
+            await self.send("Target.setAutoAttach", params, session_id)
+
     async def aclose(self) -> None:
-        ws, self._ws = self._ws, None
-        if ws is not None:
-            with contextlib.suppress(Exception):
-                await ws.close()
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.close()

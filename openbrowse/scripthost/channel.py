@@ -1,4 +1,4 @@
-"""The host's end of the channel: one Unix socket to the server, read by a thread.
+"""The host's end of the channel: one inherited socket (a ``socketpair`` end the server made), read by a thread.
 
 The thread reads every line the server sends: a ``run`` goes to the event loop's queue, a ``reply`` wakes the
 call waiting for it. A call is made either from async code (``await call(...)``: the loop keeps running) or from
@@ -62,9 +62,8 @@ class _Waiter:
 
 
 class Channel:
-    def __init__(self, path: str, token: str) -> None:
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.connect(path)
+    def __init__(self, fd: int, token: str) -> None:
+        self._sock = socket.socket(fileno=fd)
         self._reader = self._sock.makefile("rb")
         self._write_lock = threading.Lock()
         self._ids = itertools.count(1)

@@ -1,4 +1,7 @@
-"""What the host and the server agree on: JSON lines over one Unix socket, and their bounds.
+"""What the host and the server agree on: JSON lines over one inherited socket, CDP frames over another, and bounds.
+
+Both sockets are one end of a ``socketpair`` the server made; the host finds them as inherited descriptors
+(``--channel-fd``, ``--cdp-fd``), never by a path.
 
 Messages (every one a JSON object on one line, ``type`` first, then ``id``):
 
@@ -13,6 +16,12 @@ Messages (every one a JSON object on one line, ``type`` first, then ``id``):
 from __future__ import annotations
 
 TOKEN_ENV = "OPENBROWSE_SCRIPTHOST_TOKEN"
+CDP_HEADER = 4
+"""A CDP frame is a 4-byte big-endian length, then that many bytes of one CDP JSON message."""
+CDP_COMMAND_LIMIT = 16 * 1024 * 1024
+"""The largest CDP command the host may send (an ``evaluate`` of a big expression fits)."""
+CDP_MESSAGE_LIMIT = 64 * 1024 * 1024
+"""The largest CDP message the server passes on (a full-page screenshot fits)."""
 MAX_LINE = 48 * 1024 * 1024
 """The longest line either side accepts (a file of :data:`FILE_LIMIT` bytes, base64-encoded, fits)."""
 FILE_LIMIT = 16 * 1024 * 1024

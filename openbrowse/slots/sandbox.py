@@ -63,6 +63,9 @@ LOOK_ONLINE = (
 check it say so) although every request leaves through the egress relay. A veth pair inside the namespace, with a
 documentation-range address (TEST-NET-1) and no route beyond it, makes it look online and opens no way out. Set up
 while the holder is still root in the namespace; where ``ip`` or veth is missing the browser only looks offline."""
+SCRIPT_ENTER = ("--mount", "--pid", "--ipc", "--uts")
+"""The script host joins all but the network namespace: it gets one of its own (:meth:`SlotSandbox.script_command`)."""
+SCRIPT_TMP_SIZE = "128m"
 UNSHARE = ("--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts")
 SANDBOX_FONT_CACHE = "/var/cache/fontconfig"
 """Where a sandbox sees the server's shared fontconfig cache (the system cache dir of Debian's ``fonts.conf``)."""
@@ -300,10 +303,42 @@ class SlotSandbox:
         entered = [sandbox_tool("nsenter") or "nsenter", "-t", str(self.holder_pid), *ENTER, "--"]
         return self.cgroup.join_argv([*entered, *self._drop(), *argv])
 
-    def _drop(self) -> list[str]:
+    def script_command(self, argv: Sequence[str], uid: int) -> list[str]:
+        """``argv`` as the script host: in the slot's mount, pid, ipc and uts namespaces and cgroup, but in a network
+        namespace of its own (only ``lo``: neither Chromium's DevTools port nor the egress relay), in a mount
+        namespace of its own where the slot's writable directories, its socket directory, ``/tmp`` and ``/dev/shm``
+        are fresh empty tmpfs (never the profile, never the relays' sockets), as ``uid`` (not the browser's), from
+        ``/tmp``. Root does the unsharing and mounting inside ``nsenter``; ``setpriv`` then drops everything.
+        The channel and CDP descriptors the caller passes are inherited through every step (none closes fds)."""
+        if self.holder_pid is None:
+            raise RuntimeError(f"the sandbox of {self.name} is not running")
+        mount = sandbox_tool("mount") or "mount"
+        hide = [
+            f"{mount} -t tmpfs -o mode=0755,size=64k hidden {shlex.quote(str(path))}"
+            for path in self._hidden_from_scripts()
+        ]
+        hide += [
+            f"{mount} -t tmpfs -o mode=1777,size={SCRIPT_TMP_SIZE} scratch {target}" for target in ("/tmp", "/dev/shm")
+        ]
+        drop = shlex.join(self._drop(uid))
+        script = f'set -e; cd /; {"; ".join(hide)}; cd /tmp; exec {drop} "$@"'
+        entered = [sandbox_tool("nsenter") or "nsenter", "-t", str(self.holder_pid), *SCRIPT_ENTER, "--"]
+        unshare = [sandbox_tool("unshare") or "unshare", "--net", "--mount", "--propagation", "private", "--"]
+        return self.cgroup.join_argv([*entered, *unshare, "/bin/sh", "-c", script, "scripthost", *argv])
+
+    def _hidden_from_scripts(self) -> list[Path]:
+        """What the script host must not see: every writable directory of the slot (the profile is one)."""
+        return [*self.writable, self.socket_dir]
+
+    def script_environment(self, base: Mapping[str, str]) -> dict[str, str]:
+        """The script host's environment: ``base`` with a home and TMPDIR in its own ``/tmp``."""
+        return {**base, "HOME": "/tmp", "USER": "scripts", "LOGNAME": "scripts", "TMPDIR": "/tmp"}
+
+    def _drop(self, uid: int | None = None) -> list[str]:
         """setpriv: the slot's uid and gid, no groups, no capabilities, and no way to regain any."""
         setpriv = sandbox_tool("setpriv") or "setpriv"
-        drop = [setpriv, "--reuid", str(self.uid), "--regid", str(self.uid), "--clear-groups"]
+        uid = self.uid if uid is None else uid
+        drop = [setpriv, "--reuid", str(uid), "--regid", str(uid), "--clear-groups"]
         return [*drop, "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--"]
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:

@@ -1,10 +1,12 @@
 """ScriptHost: the process a slot's ``run_code_file`` scripts run in, and the server's end of its channel.
 
 The process (``python -I -m openbrowse.scripthost``) starts on the first run, in its own process group, wrapped
-by the slot's sandbox command (identity when unsandboxed), with only the environment it is given. It connects
-to a Unix socket this object listens on only until the process has said hello with its one-time token; the
-socket file is then gone. The channel's server end (validated lines, helper calls answered in order of
-completion) is ``script_channel.py``.
+by the slot's script-host command (its own uid and network namespace, :meth:`SlotSandbox.script_command`;
+identity when unsandboxed), with only the environment it is given. It is handed its two sockets as inherited
+descriptors, each one end of a ``socketpair`` made here: the channel (validated lines, helper calls answered in
+order of completion: ``script_channel.py``) and its CDP stream, which reaches the slot's Chromium only through
+the page filter (``script_cdp.py``). No socket file, no path, nothing a slot process could swap; the host's
+first line is a hello with its one-time token.
 
 A run that outlives its limit by :data:`KILL_GRACE` (a loop that never yields), a cancelled run (the session
 stopped) and :meth:`kill` / :meth:`aclose` SIGKILL the process group at once; the reap happens on its own. A
@@ -19,9 +21,9 @@ import contextlib
 import hmac
 import itertools
 import logging
-import os
 import secrets
 import signal
+import socket
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -33,18 +35,18 @@ from openbrowse.errors import ProcessStartError
 from openbrowse.scripthost.wire import MAX_LINE, TOKEN_ENV
 from openbrowse.shielding import run_shielded
 from openbrowse.slots.process import ManagedProcess
+from openbrowse.slots.script_cdp import ScriptCdp
 from openbrowse.slots.script_channel import SETTLE_WAIT, HostConnection, RunOutput
 from openbrowse.slots.script_wire import Hello, Output, parse, read_line
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ScriptHost", "host_environment", "identity"]
+__all__ = ["CommandWrapper", "ScriptHost", "host_environment", "identity"]
 
 START_TIMEOUT = 15.0
 HELLO_WAIT = 5.0
 KILL_GRACE = 3.0
 """Seconds past a run's limit before the process is killed (the host stops an awaiting script at the limit)."""
-SOCKET_PATH_LIMIT = 107
 
 CommandWrapper = Callable[[list[str]], list[str]]
 
@@ -69,10 +71,9 @@ class ScriptHost:
         name: str,
         command_wrapper: CommandWrapper,
         env: Mapping[str, str],
-        socket_dir: Path,
-        owner_uid: int | None,
-        cdp_port: int,
+        ws_url: Callable[[], str],
         *,
+        cwd: Path = Path("/"),
         python: str = sys.executable,
         start_timeout: float = START_TIMEOUT,
         on_death: Callable[[], None] | None = None,
@@ -80,14 +81,14 @@ class ScriptHost:
         self.name = name
         self._wrap = command_wrapper
         self._env = dict(env)
-        self._socket_dir = socket_dir
-        self._owner_uid = owner_uid
-        self._cdp_port = cdp_port
+        self._ws_url = ws_url
+        self._cwd = cwd
         self._python = python
         self._start_timeout = start_timeout
         self._on_death = on_death
         self._process: ManagedProcess | None = None
         self._connection: HostConnection | None = None
+        self._cdp: ScriptCdp | None = None
         self._lock = asyncio.Lock()
         self._owner: str | None = None
         self._lost = False
@@ -136,6 +137,8 @@ class ScriptHost:
         assert connection is not None
         run_id = next(self._run_ids)
         connection.run_id, connection.on_call = run_id, on_call
+        if self._cdp is not None:
+            self._cdp.focus(request.target_id)
         output = RunOutput()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + request.limit + KILL_GRACE
@@ -192,47 +195,33 @@ class ScriptHost:
 
     # -- the process ---------------------------------------------------------------------------------------
     async def _start(self) -> None:
-        self._socket_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         token = secrets.token_hex(16)
-        path = self._socket_dir / f"scripthost-{secrets.token_hex(4)}.sock"
-        if len(os.fsencode(path)) > SOCKET_PATH_LIMIT:
-            raise ProcessStartError(f"The script host's socket path is too long for a Unix socket: {path}")
-        connected: asyncio.Future[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = (
-            asyncio.get_running_loop().create_future()
-        )
-
-        async def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            try:
-                line = await asyncio.wait_for(read_line(reader), HELLO_WAIT)
-            except (TimeoutError, OSError, ConnectionError):
-                line = None
-            hello = parse(line) if isinstance(line, bytes) else None
-            if isinstance(hello, Hello) and hmac.compare_digest(hello.token, token) and not connected.done():
-                connected.set_result((reader, writer))
-            else:
-                writer.close()
-
-        server = await asyncio.start_unix_server(accept, path=str(path), limit=MAX_LINE)
+        channel, channel_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        cdp, cdp_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         process: ManagedProcess | None = None
+        writer: asyncio.StreamWriter | None = None
         try:
-            os.chmod(path, 0o600)
-            if self._owner_uid is not None and self._owner_uid != os.geteuid():
-                os.chown(path, self._owner_uid, -1)
-            argv = [self._python, "-I", "-m", "openbrowse.scripthost", "--channel", str(path)]
-            argv += ["--cdp-port", str(self._cdp_port)]
+            argv = [self._python, "-I", "-m", "openbrowse.scripthost"]
+            argv += ["--channel-fd", str(channel_child.fileno()), "--cdp-fd", str(cdp_child.fileno())]
             process = ManagedProcess(
                 self.name,
                 self._wrap(argv),
                 env={**self._env, TOKEN_ENV: token},
-                cwd=self._socket_dir,
+                cwd=self._cwd,
+                pass_fds=(channel_child.fileno(), cdp_child.fileno()),
                 terminate_grace=0.5,
                 kill_grace=2.0,
                 expect_exit=True,
             )
             process.start()
-            either: set[asyncio.Future[Any]] = {connected, process.died}
+            channel_child.close()
+            cdp_child.close()
+            reader, writer = await asyncio.open_connection(sock=channel, limit=MAX_LINE)
+            hello = asyncio.ensure_future(self._hello(reader, token))
+            either: set[asyncio.Future[Any]] = {hello, process.died}
             await asyncio.wait(either, timeout=self._start_timeout, return_when=asyncio.FIRST_COMPLETED)
-            if not connected.done():
+            if not hello.done() or not hello.result():
+                hello.cancel()
                 tail = process.output_tail(600).strip()
                 raise ProcessStartError(
                     f"The script host did not connect within {self._start_timeout:.0f} s"
@@ -242,25 +231,36 @@ class ScriptHost:
         except BaseException:
             if process is not None:
                 self._reap(process)
-            if connected.done() and not connected.cancelled():
-                connected.result()[1].close()
-            connected.cancel()
+            if writer is not None:
+                writer.close()
+            for sock in (channel, channel_child, cdp, cdp_child):
+                sock.close()
             raise
-        finally:
-            server.close()
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-        reader, writer = connected.result()
         connection = HostConnection(reader, writer)
+        filtered = ScriptCdp(self.name, cdp, self._ws_url)
+        filtered.start()
         process.died.add_done_callback(lambda _: connection.ended())
-        self._process, self._connection = process, connection
+        self._process, self._connection, self._cdp = process, connection, filtered
+
+    @staticmethod
+    async def _hello(reader: asyncio.StreamReader, token: str) -> bool:
+        try:
+            line = await read_line(reader)
+        except (OSError, ConnectionError):
+            return False
+        hello = parse(line) if isinstance(line, bytes) else None
+        return isinstance(hello, Hello) and hmac.compare_digest(hello.token, token)
 
     def _kill_now(self, reason: str, *, lost: bool) -> None:
         """SIGKILL the process group now; the reap runs on its own (nothing here waits for the script)."""
         process, self._process = self._process, None
         connection, self._connection = self._connection, None
+        cdp, self._cdp = self._cdp, None
         if connection is not None:
             connection.abort(reason)
+        if cdp is not None and (closing := cdp.abort()) is not None:
+            self._reaping.add(closing)
+            closing.add_done_callback(self._reaping.discard)
         if process is not None:
             self._reap(process)
             if lost:

@@ -30,7 +30,7 @@ from openbrowse.slots.display import DisplayStack
 from openbrowse.slots.layout import SlotLayout
 from openbrowse.slots.ledger import TAG_ENV
 from openbrowse.slots.process import ManagedProcess, ProcessHook
-from openbrowse.slots.script_host import ScriptHost, host_environment
+from openbrowse.slots.script_host import CommandWrapper, ScriptHost, host_environment, identity
 from openbrowse.slots.vnc_access import vnc_socket_dir
 
 if TYPE_CHECKING:
@@ -58,13 +58,16 @@ class SlotChildren:
         confinement: SlotConfinement,
         tag: str,
         temp_dir: Path,
+        script_uid: int,
     ) -> None:
+        """``script_uid`` is the script host's own uid (``Settings.script_uid``), never the browser's."""
         self.display = display
         self.browser = browser
         self.index = index
         self._confinement = confinement
         self._tag = tag
         self._temp_dir = temp_dir
+        self._script_uid = script_uid
         self._script_host: ScriptHost | None = None
 
     @classmethod
@@ -114,7 +117,15 @@ class SlotChildren:
             owner_uid=confined.uid if confined is not None else None,
             extra_args=[*confinement.browser_flags(), *browser_args],
         )
-        return cls(display, browser, index=layout.index, confinement=confinement, tag=tag, temp_dir=temp_dir)
+        return cls(
+            display,
+            browser,
+            index=layout.index,
+            confinement=confinement,
+            tag=tag,
+            temp_dir=temp_dir,
+            script_uid=settings.script_uid(layout.index),
+        )
 
     async def bring_up(self, confinement: SlotConfinement, *, vnc: bool, stage: StageHook) -> None:
         """Spawn and wait for each child in start order, awaiting ``stage`` at each of :data:`START_STAGES`."""
@@ -136,15 +147,24 @@ class SlotChildren:
             await self.display.wait_vnc()
 
     def script_host(self) -> ScriptHost:
-        """The ``run_code_file`` process host (spec §11.3), in the sandbox; made on first use."""
+        """The ``run_code_file`` process host (spec §11.3), in the sandbox under its own uid and network namespace;
+        made on first use. Its CDP goes through the page filter to Chromium's pinned endpoint."""
         if self._script_host is None:
+            sandbox = self._confinement.sandbox
+            env = host_environment({TAG_ENV: self._tag})
+            if sandbox is not None:
+                uid = self._script_uid
+                wrap: CommandWrapper = lambda argv: sandbox.script_command(argv, uid)  # noqa: E731
+                env, cwd = sandbox.script_environment(env), Path("/")
+            else:
+                wrap, cwd = identity, self._temp_dir
+            browser = self.browser
             self._script_host = ScriptHost(
                 f"slot-{self.index}-scripts",
-                self._confinement.command,
-                self._confinement.environment(host_environment({TAG_ENV: self._tag})),
-                self._temp_dir,
-                self._confinement.owner_uid,
-                self.browser.cdp_port,
+                wrap,
+                env,
+                lambda: browser.ws_url,
+                cwd=cwd,
                 on_death=self._confinement.check_limits_now,
             )
         return self._script_host

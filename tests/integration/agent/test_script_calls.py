@@ -45,12 +45,10 @@ class NoFeed:
 
 
 @pytest.fixture
-async def host(tmp_path: Path) -> AsyncIterator[ScriptHost]:
-    socket_dir = Path("/tmp") / f"sh-{tmp_path.name[-20:]}"
-    host = ScriptHost("scripts-calls", identity, host_environment(), socket_dir, None, 9)
+async def host() -> AsyncIterator[ScriptHost]:
+    host = ScriptHost("scripts-calls", identity, host_environment(), lambda: "ws://127.0.0.1:9/devtools/browser/none")
     yield host
     await host.aclose()
-    socket_dir.rmdir()
 
 
 def context(files: Path, *, store: bool = False) -> ToolContext:

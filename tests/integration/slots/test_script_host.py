@@ -1,7 +1,7 @@
 """The script host as a real process (identity wrapper): namespace, limits, kills, the channel's validation.
 
 The handler here is a fake at the wire (the server's real one, ``agent/code/script_calls.py``, has its own tests);
-everything else is real: the child ``python -I -m openbrowse.scripthost``, its Unix socket and its process group.
+everything else is real: the child ``python -I -m openbrowse.scripthost``, its inherited channel socket and its process group.
 """
 
 from __future__ import annotations
@@ -59,15 +59,16 @@ class Calls:
         raise ScriptCallError("ValueError", f"{method!r} is not a helper the server serves.")
 
 
+def no_browser() -> str:
+    return f"ws://127.0.0.1:{free_port()}/devtools/browser/none"
+
+
 @pytest.fixture
-async def host(tmp_path: Path) -> AsyncIterator[ScriptHost]:
-    socket_dir = Path("/tmp") / f"sh-test-{tmp_path.name[-12:]}-{free_port()}"
-    host = ScriptHost("scripts-test", identity, host_environment(), socket_dir, None, free_port())
+async def host() -> AsyncIterator[ScriptHost]:
+    host = ScriptHost("scripts-test", identity, host_environment(), no_browser)
     yield host
     await host.aclose()
     assert host.pid is None
-    assert not list(socket_dir.glob("*.sock")), "the listening socket is removed once the host connected"
-    socket_dir.rmdir()
 
 
 async def test_the_namespace_persists_across_runs_with_top_level_await_and_captured_print(host: ScriptHost) -> None:
