@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from openbrowse.agent.safe_fetch import FetchFailed, fetch
 from openbrowse.agent.structured.answer_store import StoreError
+from openbrowse.domain.redaction import REDACTORS
 from openbrowse.domain.scripts import ScriptCallError
 from openbrowse.network.policy import NetworkRefused
 from openbrowse.scripthost.wire import FILE_LIMIT
@@ -160,6 +161,9 @@ class ScriptCalls:
         }
 
     async def __call__(self, method: str, args: dict[str, Any]) -> Any:
+        redactor = REDACTORS.of(self._ctx.session_id)
+        if redactor:  # what a script hands the server is a sink too (spec §25.3); file bytes are swept at the end
+            args = {key: value if key == "content" else redactor.value(value) for key, value in args.items()}
         if method.startswith("store."):
             return self._store(method.removeprefix("store."), args)
         known = self._methods.get(method)

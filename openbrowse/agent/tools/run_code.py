@@ -7,6 +7,7 @@ reply carries up to 2000 characters of output and the files the script saved.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,7 @@ from openbrowse.agent.code.script_calls import ScriptCalls
 from openbrowse.agent.files.delivery import safe_name
 from openbrowse.agent.turns.timeouts import TIMEOUTS
 from openbrowse.domain.feed import EventCategory
+from openbrowse.domain.redaction import REDACTORS
 from openbrowse.domain.scripts import ScriptEnd, ScriptOutcome, ScriptRun
 
 if TYPE_CHECKING:
@@ -131,6 +133,12 @@ async def run_code_file(ctx: ToolContext, browser: BrowserSession, params: RunCo
                 store=ctx.store is not None,
             )
             outcome = await ctx.scripts.run(request, ScriptCalls(ctx, browser))
+            redactor = REDACTORS.of(ctx.session_id)
+            outcome = replace(
+                outcome,
+                stdout=redactor.text(outcome.stdout),
+                error=redactor.text(outcome.error) if outcome.error else outcome.error,
+            )
         failed = outcome.end is not ScriptEnd.FINISHED
     finally:
         if view is not None:
