@@ -1,7 +1,8 @@
 """The script host as a real process (identity wrapper): namespace, limits, kills, the channel's validation.
 
 The handler here is a fake at the wire (the server's real one, ``agent/code/script_calls.py``, has its own tests);
-everything else is real: the child ``python -I -m openbrowse.scripthost``, its inherited channel socket and its process group.
+everything else is real: the child ``python -I -m openbrowse.scripthost``, its inherited channel socket and its
+process group.
 """
 
 from __future__ import annotations
