@@ -52,6 +52,10 @@ await attempt("Storage.getCookies on the page", cdp.send("Storage.getCookies", {
 for name, value in found.items():
     print(name, "=>", json.dumps(value)[:400])
 print("page title:", title)
+shot = await cdp.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, page)
+print("screenshot bytes:", len(shot["data"]) * 3 // 4)
+tree = await cdp.send("DOM.getDocument", {"depth": -1}, page)
+print("document node:", tree["root"]["nodeName"])
 """
 
 ESCAPE_SCRIPT = """
@@ -150,7 +154,9 @@ def test_a_script_reaches_its_page_and_never_the_profiles_cookie_jar(
     assert cdp.keys() >= {"Storage.getCookies", "Storage.setCookies", "Network.getAllCookies"}, reply
     for method, answer in cdp.items():
         assert answer.startswith('"refused CdpError: Refused by OpenBrowse'), (method, answer)
-    assert "page title: Jobs" in reply, "the page itself is still the script's"
+    assert "page title: Jobs" in reply and "document node: #document" in reply, "the page itself is the script's"
+    shot = int(reply.split("screenshot bytes: ", 1)[1].split()[0])
+    assert shot > 10_000, "a screenshot of the page comes through the filter"
     assert jar_secret not in everything
     jar = storage_state(agent_server, profile)
     assert "planted" not in jar_cookies(jar) and jar_cookies(jar).get("bank_sid") == jar_secret
