@@ -33,8 +33,9 @@ __all__ = ["INLINE_LIMIT", "ScriptCdp"]
 
 INLINE_LIMIT = 64 * 1024
 CONNECT_TIMEOUT = 10.0
-CHROMIUM_QUEUE = 4
-"""Messages websockets holds from Chromium while the script does not read (each up to the message limit)."""
+CHROMIUM_QUEUE = 1
+"""Messages websockets holds from Chromium while the script does not read: a script that asks for screenshots and
+never reads them makes the server hold at most this one, the one being passed on, and the socket buffers."""
 
 
 def _frame(message: dict[str, Any]) -> bytes:
