@@ -63,8 +63,10 @@ LOOK_ONLINE = (
 check it say so) although every request leaves through the egress relay. A veth pair inside the namespace, with a
 documentation-range address (TEST-NET-1) and no route beyond it, makes it look online and opens no way out. Set up
 while the holder is still root in the namespace; where ``ip`` or veth is missing the browser only looks offline."""
-SCRIPT_ENTER = ("--mount", "--pid", "--ipc", "--uts")
-"""The script host joins all but the network namespace: it gets one of its own (:meth:`SlotSandbox.script_command`)."""
+SCRIPT_ENTER = ("--mount", "--pid", "--uts")
+"""The script host joins the slot's mount, pid and uts namespaces; it gets network, ipc and mount namespaces of its
+own on top (:meth:`SlotSandbox.script_command`), so neither Chromium's loopback nor its SysV shared memory exist
+for it."""
 SCRIPT_TMP_SIZE = "128m"
 UNSHARE = ("--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts")
 SANDBOX_FONT_CACHE = "/var/cache/fontconfig"
@@ -304,8 +306,8 @@ class SlotSandbox:
         return self.cgroup.join_argv([*entered, *self._drop(), *argv])
 
     def script_command(self, argv: Sequence[str], uid: int) -> list[str]:
-        """``argv`` as the script host: in the slot's mount, pid, ipc and uts namespaces and cgroup, but in a network
-        namespace of its own (only ``lo``: neither Chromium's DevTools port nor the egress relay), in a mount
+        """``argv`` as the script host: in the slot's mount, pid and uts namespaces and cgroup, but in network and ipc
+        namespaces of its own (only ``lo``: neither Chromium's DevTools port nor the egress relay), in a mount
         namespace of its own where the slot's writable directories, its socket directory, ``/tmp`` and ``/dev/shm``
         are fresh empty tmpfs (never the profile, never the relays' sockets), as ``uid`` (not the browser's), from
         ``/tmp``. Root does the unsharing and mounting inside ``nsenter``; ``setpriv`` then drops everything.
@@ -323,11 +325,13 @@ class SlotSandbox:
         drop = shlex.join(self._drop(uid))
         script = f'set -e; cd /; {"; ".join(hide)}; cd /tmp; exec {drop} "$@"'
         entered = [sandbox_tool("nsenter") or "nsenter", "-t", str(self.holder_pid), *SCRIPT_ENTER, "--"]
-        unshare = [sandbox_tool("unshare") or "unshare", "--net", "--mount", "--propagation", "private", "--"]
+        unshare = [sandbox_tool("unshare") or "unshare", "--net", "--ipc", "--mount", "--propagation", "private", "--"]
         return self.cgroup.join_argv([*entered, *unshare, "/bin/sh", "-c", script, "scripthost", *argv])
 
     def _hidden_from_scripts(self) -> list[Path]:
-        """What the script host must not see: every writable directory of the slot (the profile is one)."""
+        """What the script host must not see: every directory bound into the sandbox besides the system, the Python
+        and the font cache, i.e. the slot's writable directories (the profile is one) and its socket directory. A
+        new bind in :meth:`holder_argv` belongs here too."""
         return [*self.writable, self.socket_dir]
 
     def script_environment(self, base: Mapping[str, str]) -> dict[str, str]:

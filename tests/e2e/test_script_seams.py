@@ -192,7 +192,9 @@ def test_the_script_host_runs_under_a_uid_of_its_own_in_a_network_namespace_of_i
     browser = next(p for p in agent_server.children() if _is_browser(p))
     assert host.uids().real >= 61000 + SCRIPT_UID_OFFSET, host.uids()
     assert host.uids().real != browser.uids().real
-    assert _netns(host.pid) != _netns(browser.pid), "the script host has a network namespace of its own"
+    assert _ns(host.pid, "net") != _ns(browser.pid, "net"), "the script host has a network namespace of its own"
+    assert _ns(host.pid, "ipc") != _ns(browser.pid, "ipc"), "and no access to the browser's SysV shared memory"
+    assert _ns(host.pid, "pid") == _ns(browser.pid, "pid"), "it dies with the slot's sandbox like the rest"
     loopback.post(f"{agent_server.v3}/sessions/{sid}/stop", json={}, timeout=30)
     wait_until_status(agent_server, sid, {"stopped", "error"}, timeout=60)
 
@@ -205,8 +207,8 @@ def _is_browser(proc: psutil.Process) -> bool:
     return bool(args) and "chrom" in Path(args[0]).name and not any(a.startswith("--type=") for a in args)
 
 
-def _netns(pid: int) -> str:
-    return os.readlink(f"/proc/{pid}/ns/net")
+def _ns(pid: int, kind: str) -> str:
+    return os.readlink(f"/proc/{pid}/ns/{kind}")
 
 
 def _wait_for_script_host(server: ServerProcess) -> psutil.Process:
