@@ -6,8 +6,9 @@ import re
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
-from openbrowse.config import Settings
+from openbrowse.config import LAST_SLOT_INDEX, Settings
 from openbrowse.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[3]
@@ -85,3 +86,15 @@ def test_public_bind_needs_an_api_key(monkeypatch: pytest.MonkeyPatch, tmp_path:
     monkeypatch.setenv("API_KEY", "k")
     monkeypatch.setenv("DASHBOARD_PASSWORD", "pw")
     assert Settings.load().auth_enabled
+
+
+def test_script_host_uids_never_meet_a_slots_uid_and_fit_a_uid_at_the_highest_base() -> None:
+    low = Settings(SANDBOX_UID_BASE=1000)
+    slot_uids = {low.SANDBOX_UID_BASE + index for index in range(LAST_SLOT_INDEX + 1)}
+    script_uids = {low.script_uid(index) for index in range(LAST_SLOT_INDEX + 1)}
+    assert not slot_uids & script_uids and len(script_uids) == LAST_SLOT_INDEX + 1
+    highest = Settings.model_fields["SANDBOX_UID_BASE"].metadata
+    top = next(m.le for m in highest if getattr(m, "le", None) is not None)
+    assert Settings(SANDBOX_UID_BASE=top).script_uid(LAST_SLOT_INDEX) <= 2**31 - 2
+    with pytest.raises(ValidationError):
+        Settings(SANDBOX_UID_BASE=top + 1)
