@@ -21,7 +21,7 @@ from openbrowse.slots.ledger import Ledger
 
 __all__ = ["RAW_FILES", "build_browser_tools"]
 
-RAW_FILES = "control"  # a raw browser's screenshots land beside the control API's (served by its files route)
+RAW_FILES = "screenshots"  # a raw browser's screenshots land in its file area's screenshots/ (spec §22.2)
 
 
 def build_browser_tools(settings: Settings, ledger: Ledger, browsers: BrowserService) -> BrowserToolsBackend:
