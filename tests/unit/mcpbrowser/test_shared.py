@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from openbrowse.mcpbrowser.backend import BrowserToolsBackend
+from openbrowse.mcpbrowser.handles import ContextHandles
 from openbrowse.mcpbrowser.raw import RawBrowsers, RawTarget
 from openbrowse.mcpbrowser.shared import BackendClosed, SharedBrowser
 
@@ -172,7 +173,8 @@ async def test_the_sweep_releases_owners_whose_mcp_session_is_gone() -> None:
         raise AssertionError(browser_id)
 
     launcher = FakeLauncher()
-    tools = BrowserToolsBackend(backend(launcher), RawBrowsers(no_raw, rules=None, evaluate_enabled=True))  # type: ignore[arg-type]
+    raw = RawBrowsers(no_raw, rules=None, evaluate_enabled=True)
+    tools = BrowserToolsBackend(backend(launcher), raw, ContextHandles(60))  # type: ignore[arg-type]
     await tools.shared.owner("kept")
     await tools.shared.owner("gone")
     kept, gone = launcher.launched[0].contexts
