@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -98,8 +97,9 @@ async def refused(client: Caller, tool: str, **arguments: Any) -> str:
 async def open_context(client: Caller) -> str:
     opened = await client.call_tool("open_browser_context", {})
     assert not opened.is_error, text_of(opened)
-    handle = (opened.structured_content or json.loads(text_of(opened)))["contextId"]
-    assert isinstance(handle, str) and handle
+    assert opened.structured_content is not None, opened
+    handle = opened.structured_content["contextId"]
+    assert isinstance(handle, str) and handle and handle in text_of(opened)
     return handle
 
 
