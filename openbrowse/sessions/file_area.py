@@ -80,12 +80,9 @@ class FileAreas:
             return None
 
     # -- listings and files ------------------------------------------------------------------------------------
-    async def downloads(self, kind: OwnerKind, owner_id: str, limit: int, cursor: str | None) -> FilePage:
-        """One page of the owner's downloads, in name order: the file area's, then the live browser's newer ones."""
-        return await self.listing(kind, owner_id, "downloads", limit, cursor)
-
     async def listing(self, kind: OwnerKind, owner_id: str, area: str, limit: int, cursor: str | None) -> FilePage:
-        """One page of the files of ``area``, in name order; downloads and uploads add the live browser's own."""
+        """One page of the files of ``area``, in name order: the file area's, then (downloads and uploads) the live
+        browser's newer ones."""
         root = await self.require_owner(kind, owner_id)
         folders = [root / area, *await self._live_folder(kind, owner_id, area)]
 
