@@ -145,7 +145,8 @@ class Settings(BaseSettings):
 
     SHUTDOWN_GRACE_S: float = Field(default=20, ge=0)
     """Seconds from a SIGTERM to the end of the sessions and raw browsers still running (``endReason:
-    maintenance``); viewers and event streams are warned when the drain starts (spec §21.6)."""
+    maintenance``); viewers and event streams are warned when the drain starts (spec §21.6). With anything running
+    at the signal, the server exits only after that time, never before."""
     PAUSE_TIMEOUT: int = Field(default=900, ge=0)
     """Seconds a paused session waits for its person after their last input before the agent resumes by itself
     (``pauseExpired``, spec §21.5); 0 = wait for ever."""
