@@ -193,7 +193,9 @@ async def bench(iterations: int) -> dict[str, dict[str, list[float]]]:
             scratch = Path(scratch_dir)
             folders = BrowserFolders(uploads=scratch / "uploads", downloads=scratch / "downloads").ensure()
             port_url = f"http://127.0.0.1:{devtools_port(server)}"
-            target = ControlTarget(cdp_url=port_url, folders=folders, files_dir=scratch, file_url=lambda name: name)
+            target = ControlTarget(
+                cdp_url=port_url, folders=folders, files_dir=scratch, file_url=lambda area, name: f"{area}/{name}"
+            )
             engine = ControlEngine(target)
             async with async_playwright() as playwright:
                 proxied = await playwright.chromium.connect_over_cdp(created["cdpUrl"])

@@ -148,7 +148,8 @@ class Settings(BaseSettings):
 
     SHUTDOWN_GRACE_S: float = Field(default=20, ge=0)
     """Seconds from a SIGTERM to the end of the sessions and raw browsers still running (``endReason:
-    maintenance``); viewers and event streams are warned when the drain starts (spec §21.6)."""
+    maintenance``); viewers and event streams are warned when the drain starts (spec §21.6). With anything running
+    at the signal, the server exits only after that time, never before."""
     PAUSE_TIMEOUT: int = Field(default=900, ge=0)
     """Seconds a paused session waits for its person after their last input before the agent resumes by itself
     (``pauseExpired``, spec §21.5); 0 = wait for ever."""
@@ -158,6 +159,10 @@ class Settings(BaseSettings):
     SHARED_BROWSER_IDLE_S: float = Field(default=300, gt=0)
     """Seconds the shared browser of the MCP browser tools (one Chromium, one context per MCP session; spec §23.3)
     stays up with no MCP session using it; it starts again on the next browser tool call."""
+    MCP_OWNER_IDLE_S: float = Field(default=1800, gt=0)
+    """Seconds an owner of the MCP browser tools (an MCP session, or a ``contextId`` handle from
+    ``open_browser_context``) may go without a call before its browser context is closed; a later call with an
+    expired handle gets an ``isError`` result saying so (spec §23.3)."""
 
     ALLOW_UNSANDBOXED: bool = False
     """Run slots without the per-slot sandbox (own uid, namespaces, cgroup limits) where the kernel refuses it.

@@ -1,9 +1,13 @@
-"""The browser tools of ``/v3/mcp`` (spec §23.3): chrome-devtools-mcp's catalog, one owner per MCP session.
+"""The browser tools of ``/v3/mcp`` (spec §23.3): chrome-devtools-mcp's catalog, one owner per MCP session or
+per browser-context handle.
 
 Each catalog entry becomes one SDK tool whose signature is its argument model's fields, so ``tools/list`` shows the
-model's JSON Schema and the SDK validates arguments before we run anything. The owner of a call is its MCP session
-(``Mcp-Session-Id``); :func:`release_owner` ends that owner's browser context when the client ends the session.
-A failure is raised as a tool error, which the SDK returns as an ``isError`` result with the sentence.
+model's JSON Schema and the SDK validates arguments before we run anything. The owner of a call is the handle in its
+``contextId`` argument, else its MCP session (``Mcp-Session-Id``, session-based revision only). A client of the
+stateless revision (2026-07-28) has no session: it calls ``open_browser_context`` for a handle and passes it to
+every browser tool, and ``close_browser_context`` ends it. A session's context ends with the session (the
+endpoint's gate); a handle's when it is closed or expires. A failure is raised as a tool error, which the SDK
+returns as an ``isError`` result with the sentence.
 """
 
 from __future__ import annotations
@@ -32,11 +36,10 @@ class BrowserToolFailed(ToolError):
     """A browser tool that failed: the MCP result is ``isError`` with this sentence."""
 
 
-def owner_of(ctx: Context[Any, Any]) -> str:
-    """The MCP session a call belongs to; a client without sessions is one owner per connection object."""
+def owner_of(ctx: Context[Any, Any]) -> str | None:
+    """The MCP session a call belongs to; None for a call of the stateless revision (it has no session)."""
     headers = ctx.headers or {}
-    session_id = headers.get(SESSION_HEADER)
-    return session_id if session_id else f"connection-{id(ctx.request_context.session)}"
+    return headers.get(SESSION_HEADER) or None
 
 
 def _handler(tool: BrowserTool, backend: Backend) -> Callable[..., Any]:
@@ -59,8 +62,37 @@ def _handler(tool: BrowserTool, backend: Backend) -> Callable[..., Any]:
     return run
 
 
+def _register_context_tools(server: MCPServer[Any], backend: Backend) -> None:
+    @server.tool(
+        description="Open a browser context of your own in the shared browser (private pages, cookies and storage) "
+        "and get its contextId; pass contextId to every browser tool to use it. Clients without an MCP session need "
+        "one; in a session it opens a further context beside the session's own. It closes with "
+        "close_browser_context, or after a while without calls.",
+        annotations=ToolAnnotations(read_only_hint=False, open_world_hint=False),
+        structured_output=True,
+    )
+    async def open_browser_context() -> dict[str, Any]:
+        tools = backend()
+        return {"contextId": tools.open_context(), "idleTimeoutSeconds": tools.handles.idle_s}
+
+    @server.tool(
+        description="Close a browser context opened with open_browser_context: its pages close and its contextId "
+        "stops working.",
+        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False),
+        structured_output=True,
+    )
+    async def close_browser_context(contextId: str) -> dict[str, Any]:
+        try:
+            await backend().close_context(contextId)
+        except ToolFailure as exc:
+            raise BrowserToolFailed(str(exc)) from exc
+        return {"closed": True, "contextId": contextId}
+
+
 def register_browser_tools(server: MCPServer[Any], backend: Backend) -> None:
-    """Add every browser tool of the catalog to ``server`` (once per server)."""
+    """Add every browser tool of the catalog, and the tools that open and close a context, to ``server`` (once per
+    server)."""
+    _register_context_tools(server, backend)
     for tool in CATALOG:
         server.add_tool(
             _handler(tool, backend),

@@ -37,8 +37,6 @@ __all__ = ["MCP_PATH", "SESSION_HEADER", "McpEndpoint", "McpGate", "install_mcp"
 
 MCP_PATH = "/v3/mcp"
 SESSION_HEADER = "mcp-session-id"
-OWNER_IDLE_S = 30 * 60
-"""An MCP client silent this long has its private browser context closed; its next call gets a fresh one."""
 SDK_MODULE = "openbrowse.api.mcp_server"
 """Loaded on the first request; its ``build_mcp_server(app)`` gives a :class:`LoadedMcp`."""
 
@@ -198,8 +196,10 @@ async def mcp_lifespan(
 ) -> AsyncIterator[None]:
     """The MCP endpoint for the app's lifespan: its SDK sessions, if any were started, end when the app does."""
     if browser_tools is not None and gate is not None:
-        # an owner whose client has been silent for OWNER_IDLE_S (gone without ending its session) is released
-        browser_tools.live_owners = lambda: gate.recently_used(OWNER_IDLE_S)
+        # an MCP session silent for MCP_OWNER_IDLE_S (gone without ending it) has its browser context released;
+        # its next call gets a fresh one
+        idle_s = browser_tools.handles.idle_s
+        browser_tools.live_owners = lambda: gate.recently_used(idle_s)
     try:
         yield
     finally:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from openbrowse.control.errors import act_invalid
+from openbrowse.control.target import FileUrl
 
 if TYPE_CHECKING:
     from openbrowse.control.engine import ControlEngine
@@ -28,6 +29,15 @@ class ControlCall:
     query: Mapping[str, str] = field(default_factory=dict)
     body: dict[str, Any] = field(default_factory=dict)
     path: Mapping[str, str] = field(default_factory=dict)
+    signed_url: FileUrl | None = None
+    """A signed files URL for this caller (it asked for URLs, or holds only the browser's own token, which the
+    files route does not take); None answers the target's plain files route."""
+
+    def file_url(self, area: str, name: str) -> str:
+        """The URL to answer for ``<area>/<name>`` of the target's file area (spec §22.3)."""
+        if self.signed_url is not None:
+            return self.signed_url(area, name)
+        return self.engine.target.file_url(area, name)
 
     def arg(self, name: str) -> Any:
         """A field from the body, else from the query string (the reference client mixes both)."""

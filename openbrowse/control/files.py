@@ -1,8 +1,9 @@
 """Files the control API makes from a tab: screenshots, PDFs and Playwright traces; and ``/highlight`` (spec §20.2).
 
-Every file is written into the target's own file area (``target.files_dir``) under a generated plain name, and the
-answer carries both its ``path`` (the reference tool reads it on the same host) and its files route ``url``
-(spec §22.3).
+Every file is written into the target's own file area (``target.files_dir``) under a generated plain name:
+screenshots and PDFs into ``screenshots/``, traces into ``traces/`` (spec §22.2). The answer carries both its
+``path`` (the reference tool reads it on the same host) and its files route ``url`` (spec §22.3), so it is listed,
+signed and fetched like every other file of the area.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from playwright.async_api import BrowserContext, Error as PlaywrightError, Locat
 
 from openbrowse.control.call import ControlCall, route
 from openbrowse.control.errors import ControlError, act_invalid, operation_failed
+from openbrowse.control.target import SCREENSHOTS, TRACES
 
 if TYPE_CHECKING:
     from openbrowse.control.engine import ControlEngine
@@ -38,16 +40,16 @@ def new_file_name(kind: str, extension: str) -> str:
     return f"{kind}-{stamp}-{secrets.token_hex(3)}.{extension}"
 
 
-async def write_file(engine: ControlEngine, name: str, data: bytes) -> dict[str, Any]:
-    """Write ``data`` as ``name`` into the target's file area; ``{path, url}`` of it."""
-    path = Path(engine.target.files_dir) / name
+async def write_file(call: ControlCall, area: str, name: str, data: bytes) -> dict[str, Any]:
+    """Write ``data`` as ``<area>/<name>`` of the target's file area; ``{path, url}`` of it."""
+    path = Path(call.engine.target.files_dir) / area / name
 
     def write() -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         path.write_bytes(data)
 
     await asyncio.to_thread(write)
-    return {"path": str(path), "url": engine.target.file_url(name)}
+    return {"path": str(path), "url": call.file_url(area, name)}
 
 
 async def _tab(call: ControlCall) -> tuple[Page, str]:
@@ -129,7 +131,8 @@ async def screenshot(call: ControlCall) -> dict[str, Any]:
         if labelled:
             with contextlib.suppress(PlaywrightError):
                 await page.evaluate(f"() => document.getElementById('{_LABELS_ID}')?.remove()")
-    saved = await write_file(call.engine, new_file_name("screenshot", "jpg" if kind == "jpeg" else "png"), data)
+    name = new_file_name("screenshot", "jpg" if kind == "jpeg" else "png")
+    saved = await write_file(call, SCREENSHOTS, name, data)
     return {"ok": True, **saved, "targetId": target_id, "mimeType": _MIME[kind]}
 
 
@@ -151,7 +154,7 @@ async def pdf(call: ControlCall) -> dict[str, Any]:
         # Detaching waits on the renderer, which a dialog opened meanwhile would block.
         with contextlib.suppress(PlaywrightError, TimeoutError):
             await asyncio.wait_for(session.detach(), 2)
-    saved = await write_file(call.engine, new_file_name("page", "pdf"), base64.b64decode(printed["data"]))
+    saved = await write_file(call, SCREENSHOTS, new_file_name("page", "pdf"), base64.b64decode(printed["data"]))
     return {"ok": True, **saved, "targetId": target_id, "mimeType": "application/pdf"}
 
 
@@ -202,8 +205,8 @@ async def trace_stop(call: ControlCall) -> dict[str, Any]:
     if not _tracing.get(context):
         raise ControlError(409, "No trace is running; start one first.", "TRACE_NOT_RUNNING")
     name = new_file_name("trace", "zip")
-    folder = Path(call.engine.target.files_dir)
-    await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
+    folder = Path(call.engine.target.files_dir) / TRACES
+    await asyncio.to_thread(folder.mkdir, mode=0o700, parents=True, exist_ok=True)
     try:
         await context.tracing.stop(path=folder / name)
     except PlaywrightError as exc:
@@ -214,7 +217,7 @@ async def trace_stop(call: ControlCall) -> dict[str, Any]:
         "ok": True,
         "targetId": target_id,
         "path": str(folder / name),
-        "url": call.engine.target.file_url(name),
+        "url": call.file_url(TRACES, name),
     }
 
 

@@ -13,7 +13,14 @@ from pathlib import Path
 from openbrowse.domain.browser_folders import BrowserFolders
 from openbrowse.network.policy import NetworkRules
 
-__all__ = ["AskModel", "ControlTarget"]
+__all__ = ["DOWNLOADS", "SCREENSHOTS", "TRACES", "AskModel", "ControlTarget", "FileUrl"]
+
+SCREENSHOTS = "screenshots"  # the file area's folder for screenshots and PDFs (spec §22.2)
+TRACES = "traces"  # and for Playwright traces
+DOWNLOADS = "downloads"
+
+FileUrl = Callable[[str, str], str]
+"""The files route (spec §22.3) of ``<area>/<name>`` in the target's file area: ``file_url("screenshots", name)``."""
 
 AskModel = Callable[[str], Awaitable[str]]
 """One model call for ``/extract`` with a ``query``: the prompt in, the model's text out (cost is counted by the
@@ -26,16 +33,16 @@ class ControlTarget:
 
     ``cdp_url`` is the slot's loopback DevTools endpoint on the host (``http://127.0.0.1:<port>``, what Playwright's
     ``connect_over_cdp`` takes). ``folders`` are the slot's ``uploads/`` and ``downloads/`` (file inputs and
-    downloads are confined to them). ``files_dir`` is the target's own file area, where screenshots, PDFs and traces
-    are written, and ``file_url(name)`` is the files route (spec §22.3) for a file written there.
+    downloads are confined to them). ``files_dir`` is the root of the target's own file area (spec §22.2):
+    screenshots and PDFs are written to its ``screenshots/``, traces to its ``traces/``; ``file_url(area, name)`` is
+    the plain files route (spec §22.3) of such a file (a call may answer a signed one instead, see
+    :class:`~openbrowse.control.call.ControlCall`).
     """
 
     cdp_url: str
     folders: BrowserFolders
     files_dir: Path
-    file_url: Callable[[str], str]
-    download_url: Callable[[str], str] | None = None
-    """The files route of ``downloads/<name>``; None when downloads are not served (then ``file_url`` is used)."""
+    file_url: FileUrl
     rules: NetworkRules | None = None
     evaluate_enabled: bool = True
     ask_model: AskModel | None = None

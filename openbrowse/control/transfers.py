@@ -21,13 +21,13 @@ from playwright.async_api import Error as PlaywrightError, FileChooser, Page
 from openbrowse.control.call import ControlCall, route
 from openbrowse.control.errors import ControlError, act_invalid, operation_failed
 from openbrowse.control.tab_state import TabState
+from openbrowse.control.target import DOWNLOADS
 from openbrowse.domain.browser_folders import BrowserFolders, real_path_inside
 
 if TYPE_CHECKING:
     from openbrowse.control.engine import ControlEngine
-    from openbrowse.control.target import ControlTarget
 
-__all__ = ["download_file_name", "download_url", "upload_paths"]
+__all__ = ["download_file_name", "upload_paths"]
 
 DOWNLOAD_TIMEOUT_MS = 120_000
 CHOOSER_TIMEOUT_MS = 120_000
@@ -67,11 +67,6 @@ def download_file_name(folders: BrowserFolders, raw: str) -> str:
         if parent is not None and parent == os.path.realpath(folders.downloads):
             return os.path.basename(raw)
     raise _forbidden(f"{raw} is not a plain file name in this browser's downloads folder.")
-
-
-def download_url(target: ControlTarget, name: str) -> str:
-    """The files route of ``downloads/<name>`` (spec §22.3)."""
-    return target.download_url(name) if target.download_url is not None else target.file_url(name)
 
 
 # -- file inputs -------------------------------------------------------------------------------------------------
@@ -197,8 +192,8 @@ def _saved_file(folders: BrowserFolders, event: dict[str, Any]) -> Path:
     return max(candidates, key=lambda path: path.stat().st_mtime_ns)
 
 
-def _finish(engine: ControlEngine, event: dict[str, Any], wanted: str | None) -> dict[str, Any]:
-    folders = engine.target.folders
+def _finish(call: ControlCall, event: dict[str, Any], wanted: str | None) -> dict[str, Any]:
+    folders = call.engine.target.folders
     saved = _saved_file(folders, event)
     if wanted is not None and wanted != saved.name:
         destination = folders.downloads / wanted
@@ -206,7 +201,7 @@ def _finish(engine: ControlEngine, event: dict[str, Any], wanted: str | None) ->
         saved = destination
     info = {
         "path": str(saved),
-        "url": download_url(engine.target, saved.name),
+        "url": call.file_url(DOWNLOADS, saved.name),
         "suggestedFilename": event.get("suggestedFilename") or saved.name,
         "size": saved.stat().st_size,
     }
@@ -234,7 +229,7 @@ async def download(call: ControlCall) -> dict[str, Any]:
             raise operation_failed(f"Clicking ref {ref} failed: {exc.message.splitlines()[0]}") from exc
 
     event = await capture_download(call.engine, click, timeout_ms)
-    return {**_finish(call.engine, event, wanted), "targetId": await call.engine.target_id_of(page)}
+    return {**_finish(call, event, wanted), "targetId": await call.engine.target_id_of(page)}
 
 
 @route("POST", "/wait/download", mutating=True)
@@ -244,4 +239,4 @@ async def wait_download(call: ControlCall) -> dict[str, Any]:
     timeout_ms = call.number("timeoutMs", DOWNLOAD_TIMEOUT_MS) or DOWNLOAD_TIMEOUT_MS
     page = await call.engine.page(call.target_id)
     event = await capture_download(call.engine, None, timeout_ms)
-    return {**_finish(call.engine, event, wanted), "targetId": await call.engine.target_id_of(page)}
+    return {**_finish(call, event, wanted), "targetId": await call.engine.target_id_of(page)}

@@ -1,6 +1,7 @@
 """The browser tools' arguments, named and shaped as chrome-devtools-mcp's (spec §23.3); their JSON Schemas are
 what ``tools/list`` shows. Every tool also takes ``browserId`` (ours): drive that raw browser instead of the
-caller's own context in the shared browser."""
+caller's own context in the shared browser; and ``contextId`` (ours): run in the browser context that handle names
+(``open_browser_context``), which is how a client of the stateless MCP revision keeps its pages between calls."""
 
 from __future__ import annotations
 
@@ -44,6 +45,11 @@ class ToolArgs(BaseModel):
     browserId: str | None = Field(
         default=None,
         description="A raw browser's id (POST /v3/browsers) to drive instead of your own page in the shared browser.",
+    )
+    contextId: str | None = Field(
+        default=None,
+        description="Your browser context's handle from open_browser_context: the call runs on its pages. Needed "
+        "on every call by clients without an MCP session; optional in a session, whose own context is the default.",
     )
 
 

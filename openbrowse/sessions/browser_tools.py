@@ -11,6 +11,7 @@ from __future__ import annotations
 from openbrowse.config import Settings
 from openbrowse.errors import OpenBrowseError
 from openbrowse.mcpbrowser.backend import BrowserToolsBackend
+from openbrowse.mcpbrowser.handles import ContextHandles
 from openbrowse.mcpbrowser.launcher import SlotLauncher
 from openbrowse.mcpbrowser.pages import OwnerPages, ToolFailure
 from openbrowse.mcpbrowser.raw import RawBrowsers, RawTarget
@@ -21,7 +22,7 @@ from openbrowse.slots.ledger import Ledger
 
 __all__ = ["RAW_FILES", "build_browser_tools"]
 
-RAW_FILES = "control"  # a raw browser's screenshots land beside the control API's (served by its files route)
+RAW_FILES = "screenshots"  # a raw browser's screenshots land in its file area's screenshots/ (spec §22.2)
 
 
 def build_browser_tools(settings: Settings, ledger: Ledger, browsers: BrowserService) -> BrowserToolsBackend:
@@ -39,4 +40,6 @@ def build_browser_tools(settings: Settings, ledger: Ledger, browsers: BrowserSer
         SlotLauncher(settings, rules=rules, ledger=ledger), idle_s=settings.SHARED_BROWSER_IDLE_S
     )
     raw = RawBrowsers(resolve, rules=rules, evaluate_enabled=settings.CONTROL_EVALUATE)
-    return BrowserToolsBackend(shared, raw)
+    idle_s = settings.MCP_OWNER_IDLE_S
+    # an owner gone idle is released within a fraction of its idle time (at least every minute)
+    return BrowserToolsBackend(shared, raw, ContextHandles(idle_s), sweep_every_s=min(60.0, max(idle_s / 4, 0.5)))

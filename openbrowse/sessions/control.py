@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import quote
 
 from playwright.async_api import Error as PlaywrightError
 
@@ -27,7 +28,7 @@ from openbrowse.config import Settings
 from openbrowse.control.call import ControlCall, ControlRoute
 from openbrowse.control.engine import ControlEngine
 from openbrowse.control.errors import ControlError, browser_not_live, operation_failed, session_busy
-from openbrowse.control.target import AskModel, ControlTarget
+from openbrowse.control.target import AskModel, ControlTarget, FileUrl
 from openbrowse.domain.browser_folders import BrowserFolders
 from openbrowse.domain.feed import EventCategory, FeedEntry, clip
 from openbrowse.domain.ids import SessionId
@@ -38,12 +39,11 @@ from openbrowse.sessions.manager import SessionManager
 from openbrowse.shielding import run_shielded
 from openbrowse.store.feed import FeedRepo
 
-__all__ = ["ControlService", "TargetKind", "describe_call"]
+__all__ = ["ControlService", "TargetKind", "describe_call", "files_route"]
 
 logger = logging.getLogger(__name__)
 
 TargetKind = Literal["session", "browser"]
-CONTROL_FILES = "control"  # the sub-folder of a target's file area for screenshots, PDFs and traces
 _NOTE_LIMIT = 20  # actions listed in the hand-back note; the rest are counted
 _TEXT_KINDS = frozenset({"type", "insertText", "fill", "evaluate"})
 
@@ -78,12 +78,10 @@ def describe_call(route: ControlRoute, body: Mapping[str, Any], path: Mapping[st
     return " ".join(word for word in words if word)
 
 
-def _plain_file(folder: Path, name: str) -> Path | None:
-    """``folder/name`` when ``name`` is a plain file name and that is a regular file (never a link out)."""
-    if not name or name.startswith(".") or "/" in name or "\\" in name or "\x00" in name:
-        return None
-    path = folder / name
-    return path if path.is_file() and not path.is_symlink() else None
+def files_route(kind: TargetKind, target_id: str) -> FileUrl:
+    """The plain files route (spec §22.3) of a file in the target's file area."""
+    owner = f"/v3/{kind}s/{quote(target_id, safe='')}/files"
+    return lambda area, name: f"{owner}/{area}/{quote(name, safe='')}"
 
 
 async def _served(route: ControlRoute, call: ControlCall) -> dict[str, Any]:
@@ -129,29 +127,25 @@ class ControlService:
         query: Mapping[str, str],
         body: dict[str, Any],
         path: Mapping[str, str],
+        signed_url: FileUrl | None = None,
     ) -> dict[str, Any]:
-        """Serve one control call on a session's or raw browser's browser."""
+        """Serve one control call on a session's or raw browser's browser; files it makes are answered with
+        ``signed_url`` when given, else with their plain files route."""
         target = await self._resolve(kind, target_id, mutating=route.mutating)
+        driven = await self._engine_for(target_id, target)
+        call = ControlCall(engine=driven.engine, query=query, body=body, path=path, signed_url=signed_url)
         if kind == "browser":  # a control call is use: the browser's idle clock starts again after it (§21.1)
             self._browsers.touch(target_id)
             try:
-                return await self._call(kind, target_id, target, route, query, body, path)
+                return await self._call(kind, target_id, driven, route, call)
             finally:
                 self._browsers.touch(target_id)
-        return await self._call(kind, target_id, target, route, query, body, path)
+        return await self._call(kind, target_id, driven, route, call)
 
     async def _call(
-        self,
-        kind: TargetKind,
-        target_id: str,
-        target: ControlTarget,
-        route: ControlRoute,
-        query: Mapping[str, str],
-        body: dict[str, Any],
-        path: Mapping[str, str],
+        self, kind: TargetKind, target_id: str, driven: _Driven, route: ControlRoute, call: ControlCall
     ) -> dict[str, Any]:
-        driven = await self._engine_for(target_id, target)
-        call = ControlCall(engine=driven.engine, query=query, body=body, path=path)
+        body, path = call.body, call.path
         if not route.mutating:
             result = await _served(route, call)
             if route.path == "" and kind == "session":  # the status says whether a driver would be refused now
@@ -183,8 +177,8 @@ class ControlService:
             endpoint = await self._browsers.cdp_endpoint(browser_id)
         except (InvalidRequest, BrowserUnavailable) as exc:
             raise browser_not_live() from exc
-        files = self._browsers.files_dir(browser_id) / CONTROL_FILES
-        return self._target(endpoint.http_url, endpoint.folders, files, f"/v3/browsers/{browser_id}/browser/files")
+        files = self._browsers.files_dir(browser_id)
+        return self._target(endpoint.http_url, endpoint.folders, files, files_route("browser", browser_id))
 
     async def _session_target(self, session_id: str, *, mutating: bool) -> ControlTarget:
         record = await self._manager.get(session_id)  # SessionNotFound → 404
@@ -195,20 +189,17 @@ class ControlService:
         if mutating and not worker.may_be_driven:
             raise session_busy()
         folders = BrowserFolders(uploads=slot.uploads_dir, downloads=slot.downloads_dir)
-        files = self._settings.sessions_dir / session_id / CONTROL_FILES
-        return self._target(
-            slot.cdp_url, folders, files, f"/v3/sessions/{session_id}/browser/files", model=record.llm_model
-        )
+        files = self._settings.sessions_dir / record.id
+        return self._target(slot.cdp_url, folders, files, files_route("session", record.id), model=record.llm_model)
 
     def _target(
-        self, cdp_url: str, folders: BrowserFolders, files: Path, files_route: str, *, model: str | None = None
+        self, cdp_url: str, folders: BrowserFolders, files: Path, file_url: FileUrl, *, model: str | None = None
     ) -> ControlTarget:
         return ControlTarget(
             cdp_url=cdp_url,
             folders=folders,
             files_dir=files,
-            file_url=lambda name: f"{files_route}/{name}",
-            download_url=lambda name: f"{files_route}/downloads/{name}",
+            file_url=file_url,
             rules=self._rules,
             evaluate_enabled=self._settings.CONTROL_EVALUATE,
             ask_model=self._ask_model(model),
@@ -225,20 +216,6 @@ class ControlService:
                 await asyncio.to_thread(target.files_dir.mkdir, mode=0o700, parents=True, exist_ok=True)
                 driven = self._driven[target_id] = _Driven(ControlEngine(target), target.cdp_url)
             return driven
-
-    # -- files -------------------------------------------------------------------------------------------------
-    def file_path(self, kind: TargetKind, target_id: str, name: str) -> Path | None:
-        """A file the control API wrote for this target (a plain name only), or None."""
-        if kind == "browser":
-            folder = self._browsers.files_dir(target_id) / CONTROL_FILES
-        else:
-            folder = self._settings.sessions_dir / target_id / CONTROL_FILES
-        return _plain_file(folder, name)
-
-    async def download_path(self, kind: TargetKind, target_id: str, name: str) -> Path | None:
-        """A file in the live browser's ``downloads/`` (a plain name only), or None."""
-        target = await self._resolve(kind, target_id, mutating=False)
-        return _plain_file(target.folders.downloads, name)
 
     # -- hooks from the session and browser lifecycles -----------------------------------------------------------
     async def handed_back(self, session_id: SessionId) -> list[str]:

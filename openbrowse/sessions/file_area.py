@@ -32,22 +32,15 @@ from openbrowse.sessions.area_files import OpenedFile, PendingFile, copy_into, l
 from openbrowse.sessions.browsers import BrowserService
 from openbrowse.sessions.manager import SessionManager
 
-__all__ = ["AREA_FOLDERS", "MAX_UPLOAD_BYTES", "RETENTION_SWEEP_S", "FileAreas", "OwnerKind", "UploadTooLarge"]
+__all__ = ["AREAS", "MAX_UPLOAD_BYTES", "RETENTION_SWEEP_S", "FileAreas", "OwnerKind", "UploadTooLarge"]
 
 logger = logging.getLogger(__name__)
 
 OwnerKind = Literal["sessions", "browsers"]
 MAX_UPLOAD_BYTES = 100 * 1024 * 1024
 RETENTION_SWEEP_S = 600.0  # how often ended raw browsers' files are checked against ARTIFACT_RETENTION_HOURS
-CONTROL_FILES = "control"  # where the control API writes screenshots, PDFs and traces (sessions/control.py)
-AREA_FOLDERS: dict[str, tuple[str, ...]] = {
-    "downloads": ("downloads",),
-    "uploads": ("uploads",),
-    "recordings": ("recordings",),
-    "screenshots": ("screenshots", CONTROL_FILES),
-    "traces": ("traces", CONTROL_FILES),
-}
-"""Which folders of a file area serve each area of the files route, in the order they are looked in."""
+AREAS = ("downloads", "uploads", "recordings", "screenshots", "traces")
+"""The folders of a file area the files route serves, each under its own name (spec §22.2)."""
 _WRITE_BATCH = 1 << 20
 
 
@@ -87,26 +80,32 @@ class FileAreas:
             return None
 
     # -- listings and files ------------------------------------------------------------------------------------
-    async def downloads(self, kind: OwnerKind, owner_id: str, limit: int, cursor: str | None) -> FilePage:
-        """One page of the owner's downloads, in name order: the file area's, then the live browser's newer ones."""
+    async def listing(self, kind: OwnerKind, owner_id: str, area: str, limit: int, cursor: str | None) -> FilePage:
+        """One page of the files of ``area``, in name order: the file area's, then (downloads and uploads) the live
+        browser's newer ones."""
         root = await self.require_owner(kind, owner_id)
-        live = await self.live_folders(kind, owner_id)
+        folders = [root / area, *await self._live_folder(kind, owner_id, area)]
 
         def collect() -> list[FileEntry]:
-            entries = {entry.name: entry for entry in list_folder(root / "downloads")}
-            for entry in list_folder(live.downloads) if live is not None else []:
-                entries.setdefault(entry.name, entry)
+            entries: dict[str, FileEntry] = {}
+            for folder in folders:
+                for entry in list_folder(folder):
+                    entries.setdefault(entry.name, entry)
             return list(entries.values())
 
         return page_of(await asyncio.to_thread(collect), limit, cursor)
+
+    async def _live_folder(self, kind: OwnerKind, owner_id: str, area: str) -> list[Path]:
+        """The live browser's own ``downloads/`` or ``uploads/`` for those areas (none for the others)."""
+        if area not in {"downloads", "uploads"} or (live := await self.live_folders(kind, owner_id)) is None:
+            return []
+        return [live.downloads if area == "downloads" else live.uploads]
 
     async def open_file(self, kind: OwnerKind, owner_id: str, area: str, name: str) -> OpenedFile | None:
         """The named file of ``area`` opened for reading, or None. The caller closes it."""
         require_plain_name(name)
         root = await self.require_owner(kind, owner_id)
-        folders = [root / folder for folder in AREA_FOLDERS[area]]
-        if area in {"downloads", "uploads"} and (live := await self.live_folders(kind, owner_id)) is not None:
-            folders.append(live.downloads if area == "downloads" else live.uploads)
+        folders = [root / area, *await self._live_folder(kind, owner_id, area)]
 
         def first_found() -> OpenedFile | None:
             for folder in folders:

@@ -10,8 +10,10 @@ The server keeps answering while it drains, so viewers and clients learn what ha
 3. at ``endsAt``: each session still running stops at its next safe point (a step in progress finishes, a model
    call in flight is dropped) and ends ``stopped`` with ``endReason: maintenance``; raw browsers end the same way.
 
-Profiles and recordings are saved by the same close path as any other end. The drain finishes early when nothing
-is left to end. Whoever started it (the server) is told when it finished, and then shuts down as usual.
+Profiles and recordings are saved by the same close path as any other end. ``endsAt`` is a promise to everyone who
+was told it: when anything still ran at the start of the drain, the drain lasts until ``endsAt`` even if all of it
+finished sooner (a user who reads the time may use all of it); only a server with nothing running drains at once.
+Whoever started it (the server) is told when it finished, and then shuts down as usual.
 """
 
 from __future__ import annotations
@@ -138,9 +140,10 @@ class MaintenanceDrain:
             manager.draining = True
             await asyncio.gather(_end_resting(manager), browsers.begin_drain())
             left = [*_tasks(manager), *browsers.live_tasks()]
-            remaining = deadline - loop.time()
-            if left and remaining > 0:
-                await asyncio.wait(left, timeout=remaining)
+            if left and deadline > loop.time():
+                await asyncio.wait(left, timeout=deadline - loop.time())
+                # what ran when the drain began was promised endsAt: the server stays until then
+                await asyncio.sleep(max(0.0, deadline - loop.time()))
             workers = manager.workers()
             await asyncio.gather(
                 *(worker.end_for_maintenance() for worker in workers), browsers.aclose(), return_exceptions=True

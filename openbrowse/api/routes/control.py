@@ -6,6 +6,10 @@ nothing), hands the call to :class:`~openbrowse.sessions.control.ControlService`
 ``{error, code?, detail}`` with the status the control layer chose. Validation is a 400 here, never FastAPI's 422
 list (spec §20.4). A session takes the API key; a raw browser also takes its own CDP token (spec §20.1).
 
+Files a call makes (screenshots, PDFs, traces, downloads) are answered with their files route (spec §22.3), the one
+route every file of a file area is served by. A caller that asked for URLs (``includeUrls=true``, as in the
+downloads listing) or that holds only the browser's own token (which that route does not take) gets it signed.
+
 These routes are left out of the OpenAPI document: their bodies are the seed's free-form shapes, which a schema
 would only restate loosely (docs/control-api.md describes them).
 """
@@ -18,15 +22,18 @@ from typing import Any
 
 from fastapi import APIRouter, FastAPI
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.responses import JSONResponse, Response
 
+from openbrowse.api.auth import presented_key
 from openbrowse.api.body import read_json
 from openbrowse.api.deps import authenticator_of
-from openbrowse.api.resource_auth import require_cdp_access
+from openbrowse.api.file_urls import FILE_AREAS, FileUrlSigner, OwnerKind
+from openbrowse.api.resource_auth import require_cdp_access, token_matches
 from openbrowse.config import Settings
 from openbrowse.control.call import ControlRoute
 from openbrowse.control.catalog import all_routes
 from openbrowse.control.errors import ControlError, act_invalid
+from openbrowse.control.target import FileUrl
 from openbrowse.errors import MalformedRequest
 from openbrowse.sessions.control import ControlService, TargetKind
 
@@ -37,6 +44,7 @@ PREFIXES: dict[TargetKind, str] = {
     "browser": "/v3/browsers/{owner_id}/browser",
 }
 _CREDENTIAL_PARAMS = frozenset({"token"})
+_YES = frozenset({"1", "true", "yes", "on"})
 
 
 def _service(request: Request) -> ControlService:
@@ -51,6 +59,29 @@ def _authorize(kind: TargetKind, request: Request, owner_id: str) -> None:
         require_cdp_access(authenticator, settings, request, owner_id)
     else:
         authenticator.require_api_key(request)
+
+
+def _asked_for_urls(request: Request, body: dict[str, Any]) -> bool:
+    asked = body.get("includeUrls", request.query_params.get("includeUrls"))
+    return asked is True or (isinstance(asked, str) and asked.lower() in _YES)
+
+
+def _signed_url(kind: TargetKind, request: Request, owner_id: str, body: dict[str, Any]) -> FileUrl | None:
+    """Signed files URLs for a caller that asked for them or that cannot use the API key; else None (plain)."""
+    settings: Settings = request.app.state.settings
+    holds_key = not settings.auth_enabled or token_matches(presented_key(request), settings.API_KEY or "")
+    if holds_key and not _asked_for_urls(request, body):
+        return None
+    signer: FileUrlSigner = request.app.state.file_urls
+    base = str(request.base_url)
+    owners: OwnerKind = "sessions" if kind == "session" else "browsers"
+
+    def signed(area: str, name: str) -> str:
+        if area not in FILE_AREAS:
+            raise ValueError(f"{area} is not an area of the files route")
+        return signer.url(base, owners, owner_id, area, name)
+
+    return signed
 
 
 def _refusal(exc: ControlError) -> JSONResponse:
@@ -77,7 +108,8 @@ def _endpoint(kind: TargetKind, route: ControlRoute) -> Callable[[Request], Awai
         path = {key: value for key, value in request.path_params.items() if key != "owner_id"}
         try:
             body = await _body(request) if request.method != "GET" else {}
-            result = await _service(request).call(kind, owner_id, route, query, body, path)
+            signed_url = _signed_url(kind, request, owner_id, body)
+            result = await _service(request).call(kind, owner_id, route, query, body, path, signed_url)
         except ControlError as exc:
             return _refusal(exc)
         return Response(json.dumps(result, default=str), media_type="application/json")
@@ -86,32 +118,12 @@ def _endpoint(kind: TargetKind, route: ControlRoute) -> Callable[[Request], Awai
     return endpoint
 
 
-def _file_endpoint(kind: TargetKind, *, downloads: bool) -> Callable[[Request], Awaitable[Response]]:
-    async def endpoint(request: Request) -> Response:
-        owner_id = request.path_params["owner_id"]
-        _authorize(kind, request, owner_id)
-        service, name = _service(request), request.path_params["name"]
-        try:
-            path = await service.download_path(kind, owner_id, name) if downloads else None
-        except ControlError as exc:
-            return _refusal(exc)
-        if not downloads:
-            path = service.file_path(kind, owner_id, name)
-        if path is None:
-            return JSONResponse({"error": "No such file.", "detail": "No such file."}, status_code=404)
-        return FileResponse(path)
-
-    endpoint.__name__ = f"control_{kind}_{'download' if downloads else 'file'}"
-    return endpoint
-
-
 def install_control_routes(app: FastAPI) -> None:
     router = APIRouter(include_in_schema=False)
     for kind, prefix in PREFIXES.items():
-        router.add_api_route(
-            f"{prefix}/files/downloads/{{name}}", _file_endpoint(kind, downloads=True), methods=["GET"]
-        )
-        router.add_api_route(f"{prefix}/files/{{name}}", _file_endpoint(kind, downloads=False), methods=["GET"])
         for route in all_routes():
-            router.add_api_route(f"{prefix}{route.path}", _endpoint(kind, route), methods=[route.method])
+            endpoint = _endpoint(kind, route)
+            router.add_api_route(f"{prefix}{route.path}", endpoint, methods=[route.method])
+            if route.path == "":  # the status answers with or without the trailing slash, never a redirect
+                router.add_api_route(f"{prefix}/", endpoint, methods=[route.method])
     app.include_router(router)

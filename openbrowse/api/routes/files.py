@@ -3,6 +3,8 @@
 * ``GET /v3/{sessions|browsers}/{id}/downloads`` — BU's download listing (``limit``, ``cursor``, ``includeUrls``).
 * ``PUT /v3/{sessions|browsers}/{id}/uploads/{name}`` — a file (≤ 100 MiB, streamed to disk) the agent's
   ``upload_file``, the control API's file chooser and a raw CDP client may put into a page.
+* ``GET /v3/{sessions|browsers}/{id}/files/{area}`` — the same listing for any area (``screenshots`` holds the
+  control API's screenshots and PDFs, ``traces`` its traces).
 * ``GET /v3/{sessions|browsers}/{id}/files/{area}/{name}`` — one file, with HTTP Range. It takes the API key or a
   signed URL that we issued (``?expires=&sig=``): a link that can be handed to a browser or a download tool.
 
@@ -90,6 +92,39 @@ class _DescriptorResponse(FileResponse):
             self._opened.close()
 
 
+async def _list_area(
+    request: Request, kind: OwnerKind, owner_id: str, area: FileArea, limit: int, cursor: str | None, urls: bool
+) -> FileListView:
+    page = await _areas(request).listing(kind, owner_id, area, limit, cursor)
+    base = str(request.base_url)
+    files: list[FileView] = []
+    for entry in page.files:
+        url = _signer(request).url(base, kind, owner_id, area, entry.name) if urls else None
+        files.append(file_view(entry, url))
+    return FileListView(files=files, next_cursor=page.next_cursor, has_more=page.has_more)
+
+
+def _area_listing(kind: OwnerKind) -> Callable[..., Awaitable[FileListView]]:
+    async def list_area(
+        request: Request,
+        owner_id: str,
+        area: str,
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE_LIMIT)] = DEFAULT_PAGE_LIMIT,
+        cursor: Annotated[str | None, Query(max_length=2048)] = None,
+        include_urls: Annotated[bool, Query(alias="includeUrls")] = False,
+    ) -> FileListView:
+        if area not in FILE_AREAS:
+            raise HTTPException(404, _NO_AREA)
+        return await _list_area(request, kind, owner_id, area, limit, cursor, include_urls)
+
+    list_area.__name__ = f"list_{kind[:-1]}_area"
+    list_area.__doc__ = (
+        f"The files of one area of this {kind[:-1]} (downloads, recordings, screenshots, uploads or traces), in "
+        "name order, paged with `cursor` (also after it ended). `includeUrls=true` adds a signed URL to each."
+    )
+    return list_area
+
+
 def _listing(kind: OwnerKind) -> Callable[..., Awaitable[FileListView]]:
     async def list_downloads(
         request: Request,
@@ -98,13 +133,7 @@ def _listing(kind: OwnerKind) -> Callable[..., Awaitable[FileListView]]:
         cursor: Annotated[str | None, Query(max_length=2048)] = None,
         include_urls: Annotated[bool, Query(alias="includeUrls")] = False,
     ) -> FileListView:
-        page = await _areas(request).downloads(kind, owner_id, limit, cursor)
-        base = str(request.base_url)
-        files: list[FileView] = []
-        for entry in page.files:
-            url = _signer(request).url(base, kind, owner_id, "downloads", entry.name) if include_urls else None
-            files.append(file_view(entry, url))
-        return FileListView(files=files, next_cursor=page.next_cursor, has_more=page.has_more)
+        return await _list_area(request, kind, owner_id, "downloads", limit, cursor, include_urls)
 
     list_downloads.__name__ = f"list_{kind[:-1]}_downloads"
     list_downloads.__doc__ = (
@@ -196,6 +225,13 @@ def install_file_routes(app: FastAPI) -> None:
         keyed.add_api_route(
             f"/{kind}/{{owner_id}}/downloads",
             _listing(kind),
+            methods=["GET"],
+            response_model=FileListView,
+            response_model_by_alias=True,
+        )
+        keyed.add_api_route(
+            f"/{kind}/{{owner_id}}/files/{{area}}",
+            _area_listing(kind),
             methods=["GET"],
             response_model=FileListView,
             response_model_by_alias=True,

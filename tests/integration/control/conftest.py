@@ -50,7 +50,7 @@ def control_target(chromium_cdp: str, tmp_path: Path) -> ControlTarget:
         cdp_url=chromium_cdp,
         folders=folders,
         files_dir=files,
-        file_url=lambda name: f"/files/{name}",
+        file_url=lambda area, name: f"/files/{area}/{name}",
     )
 
 

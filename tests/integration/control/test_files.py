@@ -86,9 +86,9 @@ async def test_screenshots_are_written_as_png_and_jpeg(engine: ControlEngine, se
     await open_page(engine, server)
     shot = await call(files.screenshot, engine)
     path = Path(shot["path"])
-    assert path.parent == engine.target.files_dir
+    assert path.parent == engine.target.files_dir / "screenshots"
     assert path.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
-    assert shot["mimeType"] == "image/png" and shot["url"] == f"/files/{path.name}"
+    assert shot["mimeType"] == "image/png" and shot["url"] == f"/files/screenshots/{path.name}"
     assert shot["targetId"] == await engine.target_id_of(await engine.page(None))
 
     full = await call(files.screenshot, engine, fullPage=True, type="jpeg")

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from openbrowse.control.errors import ControlError
-from openbrowse.control.target import ControlTarget
-from openbrowse.control.transfers import download_file_name, download_url, upload_paths
+from openbrowse.control.transfers import download_file_name, upload_paths
 from openbrowse.domain.browser_folders import BrowserFolders
 
 
@@ -74,20 +73,3 @@ def test_download_names_outside_downloads_are_forbidden(folders: BrowserFolders,
     with pytest.raises(ControlError) as caught:
         download_file_name(folders, bad)
     assert caught.value.status == 403
-
-
-def test_a_download_is_served_from_the_targets_download_route_or_else_its_files_route(
-    folders: BrowserFolders, tmp_path: Path
-) -> None:
-    served = ControlTarget(
-        cdp_url="http://127.0.0.1:1",
-        folders=folders,
-        files_dir=tmp_path,
-        file_url=lambda name: f"/v3/sessions/s1/browser/files/{name}",
-        download_url=lambda name: f"/v3/sessions/s1/browser/files/downloads/{name}",
-    )
-    assert download_url(served, "a.txt") == "/v3/sessions/s1/browser/files/downloads/a.txt"
-    unserved = ControlTarget(
-        cdp_url="http://127.0.0.1:1", folders=folders, files_dir=tmp_path, file_url=lambda name: f"/files/{name}"
-    )
-    assert download_url(unserved, "a.txt") == "/files/a.txt"

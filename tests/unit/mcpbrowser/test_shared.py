@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from openbrowse.mcpbrowser.backend import BrowserToolsBackend
+from openbrowse.mcpbrowser.handles import ContextHandles
+from openbrowse.mcpbrowser.pages import ToolFailure
 from openbrowse.mcpbrowser.raw import RawBrowsers, RawTarget
 from openbrowse.mcpbrowser.shared import BackendClosed, SharedBrowser
 
@@ -172,7 +174,8 @@ async def test_the_sweep_releases_owners_whose_mcp_session_is_gone() -> None:
         raise AssertionError(browser_id)
 
     launcher = FakeLauncher()
-    tools = BrowserToolsBackend(backend(launcher), RawBrowsers(no_raw, rules=None, evaluate_enabled=True))  # type: ignore[arg-type]
+    raw = RawBrowsers(no_raw, rules=None, evaluate_enabled=True)
+    tools = BrowserToolsBackend(backend(launcher), raw, ContextHandles(60))  # type: ignore[arg-type]
     await tools.shared.owner("kept")
     await tools.shared.owner("gone")
     kept, gone = launcher.launched[0].contexts
@@ -180,4 +183,59 @@ async def test_the_sweep_releases_owners_whose_mcp_session_is_gone() -> None:
     tools.live_owners = lambda: ["kept", "another"]
     assert await tools.sweep() == ["gone"]
     assert gone.closed and not kept.closed and tools.shared.owners == ["kept"]
+    await tools.aclose()
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def no_raw_browser(browser_id: str) -> RawTarget:
+    raise AssertionError(browser_id)
+
+
+async def test_a_handle_is_an_owner_with_the_seeds_lifecycle() -> None:
+    launcher, clock = FakeLauncher(), Clock()
+    handles = ContextHandles(60, clock=clock)
+    raw = RawBrowsers(no_raw_browser, rules=None, evaluate_enabled=True)
+    tools = BrowserToolsBackend(backend(launcher), raw, handles)  # type: ignore[arg-type]
+    tools.live_owners = lambda: ["session-1"]
+    closed, expiring, kept = tools.open_context(), tools.open_context(), tools.open_context()
+    owners: dict[str, str] = {}
+    for handle in (closed, expiring, kept):
+        with handles.use(handle) as owner:  # concurrent first calls of one handle share its context's creation
+            first, again = await asyncio.gather(tools.shared.owner(owner), tools.shared.owner(owner))
+            assert first is again
+            owners[handle] = owner
+    await tools.shared.owner("session-1")
+    assert len(launcher.launched) == 1 and len(launcher.launched[0].contexts) == 4
+
+    await tools.close_context(closed)  # closes only that handle's context
+    assert [c.closed for c in launcher.launched[0].contexts] == [True, False, False, False]
+    with pytest.raises(ToolFailure, match="was closed"):
+        await tools.close_context(closed)
+
+    clock.now += 50
+    with handles.use(kept):
+        pass
+    clock.now += 20  # ``expiring`` idle for 70 s, ``kept`` for 20 s
+    assert await tools.sweep() == [owners[expiring]]
+    assert [c.closed for c in launcher.launched[0].contexts] == [True, True, False, False]
+    assert sorted(tools.shared.owners) == sorted([owners[kept], "session-1"])
+    await tools.aclose()
+
+
+async def test_a_stateless_call_without_a_context_is_refused_before_any_launch() -> None:
+    launcher = FakeLauncher()
+    raw = RawBrowsers(no_raw_browser, rules=None, evaluate_enabled=True)
+    tools = BrowserToolsBackend(backend(launcher), raw, ContextHandles(60))  # type: ignore[arg-type]
+    with pytest.raises(ToolFailure, match="open_browser_context"):
+        await tools.run("list_pages", None, {})
+    with pytest.raises(ToolFailure, match="no browser context"):
+        await tools.run("list_pages", None, {"contextId": "ctx_unknown"})
+    assert launcher.launched == []
     await tools.aclose()
