@@ -72,6 +72,10 @@ def webhook_url_problem(url: str) -> str | None:
     return None
 
 
+PROXY_SETTINGS = ("ALLOWED_HOSTS", "CORS_ORIGINS", "FORWARDED_ALLOW_IPS")
+"""Settings that mean the server is reached through a proxy or from other origins: each requires ``API_KEY``."""
+
+
 def _comma_list(value: str | None) -> tuple[str, ...]:
     return tuple(item.strip() for item in (value or "").split(",") if item.strip())
 
@@ -238,6 +242,26 @@ class Settings(BaseSettings):
         if not is_loopback(self.HOST) and not self.API_KEY and not self.ALLOW_INSECURE_NO_AUTH:
             raise ValueError(
                 f"HOST={self.HOST} is not a loopback address, so API_KEY must be set "
+                "(or ALLOW_INSECURE_NO_AUTH=1 to serve without auth, for development only)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _refuse_keyless_proxy(self) -> Settings:
+        """``ALLOWED_HOSTS``, ``CORS_ORIGINS`` and ``FORWARDED_ALLOW_IPS`` say the server is reached through a proxy or
+        from other origins: a loopback ``HOST`` then protects nothing, so the key is required as on a public bind."""
+        if self.API_KEY or self.ALLOW_INSECURE_NO_AUTH:
+            return self
+        if "*" in self.allowed_hosts:
+            raise ValueError(
+                "ALLOWED_HOSTS=* accepts any Host header, so API_KEY must be set "
+                "(or ALLOW_INSECURE_NO_AUTH=1 to serve without auth, for development only)"
+            )
+        named = [name for name in PROXY_SETTINGS if getattr(self, name)]
+        if named:
+            raise ValueError(
+                f"{' and '.join(named)} {'says' if len(named) == 1 else 'say'} the server is reached through a proxy "
+                "or from other origins, so API_KEY must be set "
                 "(or ALLOW_INSECURE_NO_AUTH=1 to serve without auth, for development only)"
             )
         return self

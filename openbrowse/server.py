@@ -10,6 +10,7 @@ from types import FrameType
 
 import uvicorn
 
+from openbrowse.api.auth import UNGUESSABLE_KEY_CHARS
 from openbrowse.api.routes.browsers import CDP_MAX_MESSAGE
 from openbrowse.app import create_app
 from openbrowse.config import Settings, is_loopback
@@ -58,6 +59,12 @@ def serve(settings: Settings) -> None:
                 "API_KEY is not set: serving without authentication because HOST=%s is a loopback address.",
                 settings.HOST,
             )
+    if settings.auth_enabled and len(settings.API_KEY or "") < UNGUESSABLE_KEY_CHARS:
+        logger.warning(
+            "API_KEY is shorter than %d characters: it stays behind the failed-attempt throttle, so a guesser sharing "
+            "an address with its holder (behind one proxy) can lock them out; use a random key (openssl rand -hex 16).",
+            UNGUESSABLE_KEY_CHARS,
+        )
     if settings.auth_enabled and not settings.dashboard_password:
         logger.info(
             "DASHBOARD_PASSWORD is not set: the dashboard's login form and HTTP Basic are off "

@@ -1,5 +1,10 @@
 """API-key authentication with a per-IP failed-attempt throttle (spec §2.1), and the dashboard's credentials.
 
+A correct ``API_KEY`` of at least :data:`UNGUESSABLE_KEY_CHARS` characters always passes, whatever the throttle
+holds against its address: behind a proxy that is not named in ``FORWARDED_ALLOW_IPS`` every client shares the
+proxy's address, and a stranger's wrong guesses must not lock the key's holder out. Everything guessable (a short
+key, the dashboard password, view tokens on a locked address) stays behind the throttle.
+
 The client IP is the socket peer as uvicorn resolved it: uvicorn replaces the peer with the
 ``X-Forwarded-For`` client only when the peer is a proxy listed in ``FORWARDED_ALLOW_IPS`` (none by default,
 see ``server.py``). A header sent by anyone else changes nothing, so rotating it buys no extra guesses and
@@ -37,6 +42,8 @@ MAX_TRACKED_CLIENTS = 10_000
 """Records kept at most (a few hundred bytes each); beyond it the least recently failed client is forgotten."""
 FIRST_LOCKOUT_SECONDS = 1.0
 MAX_LOCKOUT_SECONDS = 900.0
+UNGUESSABLE_KEY_CHARS = 32
+"""An ``API_KEY`` this long (``openssl rand -hex 16`` gives 32) passes the failure throttle unconditionally."""
 API_KEY_HEADER = "x-browser-use-api-key"
 CROSS_SITE_REFUSED = "Another site's page may not use the dashboard's credentials; send the API key instead"
 _SAME_ORIGIN_SITES = {"same-origin", "none"}  # "none": typed into the address bar, a bookmark
@@ -208,6 +215,13 @@ class Authenticator:
         """The login form and Basic work only with a ``DASHBOARD_PASSWORD``; without one only the API key does."""
         return self.enabled and bool(self._settings.dashboard_password)
 
+    @property
+    def key_is_unguessable(self) -> bool:
+        """Whether ``API_KEY`` is long enough to pass even while its client's address is locked out. A correct key
+        then answers 200 where a wrong one gets the 429, which tells a guesser when it is right: harmless for
+        :data:`UNGUESSABLE_KEY_CHARS` random characters, not for a short word, which stays behind the throttle."""
+        return len(self._settings.API_KEY or "") >= UNGUESSABLE_KEY_CHARS
+
     def _key_ok(self, conn: HTTPConnection) -> bool:
         key = presented_key(conn)
         expected = self._settings.API_KEY or ""
@@ -284,6 +298,8 @@ class Authenticator:
         /64). A :class:`CrossSiteCredentials` refusal from ``check()`` passes through uncounted."""
         if not self.enabled:
             return
+        if self._key_ok(conn) and self.key_is_unguessable:
+            return  # past the throttle: other clients behind the same address cannot lock the key's holder out
         client = throttle_key(client_ip(conn))
         self.throttle.check(client)
         if check():
