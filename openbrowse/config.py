@@ -213,6 +213,19 @@ class Settings(BaseSettings):
     """Open ``/events`` streams of all sessions together; one more is a 429 (spec §25.1)."""
     MAX_QUEUED: int = Field(default=1000, ge=0)
     """Agent runs and raw browsers that may wait for a display slot at once; one more is a 429 (spec §25.1)."""
+    CDP_MAX_CONNECTIONS_PER_BROWSER: int = Field(default=16, ge=1, le=1000)
+    """CDP WebSockets one raw browser may have open at once (each may hold frames for its client); one more is
+    refused with a 429. Playwright and Puppeteer use one per client."""
+    CDP_MAX_FRAME_FROM_BROWSER_MB: int = Field(default=128, ge=1, le=1024)
+    """Largest CDP message, in MiB, passed from Chromium to a client; a larger one closes that connection (1009).
+    Generous: full-page screenshots, DOM snapshots and response bodies are single messages of tens of MiB
+    (Puppeteer's own ceiling is 256). A connection holds at most a few such frames, never an unbounded queue."""
+    CDP_MAX_FRAME_FROM_CLIENT_MB: int = Field(default=16, ge=1, le=256)
+    """Largest CDP message, in MiB, a client may send (commands are small; scripts and HTML to inject are the
+    large ones); a larger one closes that connection (1009) and no other."""
+    LIVE_VIEW_MAX_CONNECTIONS: int = Field(default=8, ge=1, le=1000)
+    """Live-view (VNC) WebSockets one session or raw browser may have open at once; one more is refused with a
+    429."""
     BROWSER_TOKEN_TTL_S: int = Field(default=900, ge=1, le=86_400)
     """Seconds a raw browser's CDP token opens new connections (spec §21.4); connections already open stay."""
 
