@@ -15,7 +15,10 @@ The dashboard's credentials (HTTP Basic with ``DASHBOARD_USER``/``DASHBOARD_PASS
 are ambient: a browser attaches them to any request, whichever page triggered it. They are therefore honoured
 only on requests from this server's own pages (spec §25.2): a request that says it comes from elsewhere
 (``Sec-Fetch-Site`` other than ``same-origin``/``none``, or an ``Origin`` other than the request's own) and
-carries them is refused 403 before the password is looked at, and is not counted as a failed guess.
+carries them is refused 403 before the password is looked at, and is not counted as a failed guess. A call that
+changes something (not GET/HEAD/OPTIONS) on the cookie alone must also carry its login's ``X-CSRF-Token``, which
+only this server's pages know (403 otherwise): a browser that sends neither ``Origin`` nor ``Sec-Fetch-Site``
+cannot be made to change anything by another page.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from dataclasses import dataclass
 from starlette.exceptions import HTTPException
 from starlette.requests import HTTPConnection
 
-from openbrowse.api.login_sessions import LoginSessions, cookie_name
+from openbrowse.api.login_sessions import CSRF_HEADER, LoginSessions, cookie_name
 from openbrowse.api.origin_guard import normalize_origin, own_origin
 from openbrowse.api.view_tokens import ViewTokens
 from openbrowse.config import Settings
@@ -46,6 +49,8 @@ UNGUESSABLE_KEY_CHARS = 32
 """An ``API_KEY`` this long (``openssl rand -hex 16`` gives 32) passes the failure throttle unconditionally."""
 API_KEY_HEADER = "x-browser-use-api-key"
 CROSS_SITE_REFUSED = "Another site's page may not use the dashboard's credentials; send the API key instead"
+CSRF_REFUSED = "A call that changes something needs the dashboard's X-CSRF-Token header with its login cookie"
+_SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 _SAME_ORIGIN_SITES = {"same-origin", "none"}  # "none": typed into the address bar, a bookmark
 IPV6_THROTTLE_PREFIX = 64
 
@@ -61,8 +66,15 @@ class AuthFailed(Exception):
 class CrossSiteCredentials(HTTPException):
     """The dashboard's Basic credentials or cookie on a request another site's page made (403)."""
 
+    def __init__(self, detail: str = CROSS_SITE_REFUSED) -> None:
+        super().__init__(403, detail)
+
+
+class MissingCsrfToken(CrossSiteCredentials):
+    """A state-changing call authorised by the login cookie alone, without its login's ``X-CSRF-Token`` (403)."""
+
     def __init__(self) -> None:
-        super().__init__(403, CROSS_SITE_REFUSED)
+        super().__init__(CSRF_REFUSED)
 
 
 class AuthThrottled(Exception):
@@ -150,6 +162,11 @@ def from_own_pages(conn: HTTPConnection) -> bool:
         return True
     own = own_origin(str(conn.scope.get("scheme", "http")), conn.headers.get("host"))
     return own is not None and normalize_origin(origin) == own
+
+
+def _changes_state(conn: HTTPConnection) -> bool:
+    """An HTTP call other than GET/HEAD/OPTIONS (a WebSocket handshake is a GET, judged by its Origin)."""
+    return conn.scope.get("type") == "http" and conn.scope.get("method", "GET") not in _SAFE_METHODS
 
 
 def is_navigation(conn: HTTPConnection) -> bool:
@@ -260,7 +277,13 @@ class Authenticator:
             return False
         if not from_own_pages(conn):
             raise CrossSiteCredentials()
-        return (basic is not None and self.password_ok(*basic)) or self.logins.valid(token)
+        if basic is not None and self.password_ok(*basic):
+            return True
+        if not self.logins.valid(token):
+            return False
+        if _changes_state(conn) and not self.logins.csrf_matches(token, conn.headers.get(CSRF_HEADER)):
+            raise MissingCsrfToken()
+        return True
 
     def require_api_key(self, conn: HTTPConnection, also: Callable[[], bool] | None = None) -> None:
         """For ``/v3/*`` and ``/health/details``: the API key, or the dashboard's credentials from its own pages.
