@@ -9,8 +9,10 @@ browser send the cookie still cannot read the token.
 The cookie is bound to this origin as far as cookies can be: ``HttpOnly; SameSite=Strict; Path=/`` with no
 ``Domain`` (host-only); over https (the request's scheme after trusted proxy headers) its name takes the
 ``__Host-`` prefix, with which browsers refuse any copy that is not ``Secure``, host-only and ``Path=/``, so a
-sibling host or a plain-http page cannot plant or shadow it. State is in memory, like the auth throttle: a restart signs everybody out, which is the safe direction.
-Memory is bounded: at most ``max_sessions`` live logins, the oldest dropped first.
+sibling host or a plain-http page cannot plant or shadow it.
+
+State is in memory, like the auth throttle: a restart signs everybody out, which is the safe direction. Memory is
+bounded: at most ``max_sessions`` live logins, the oldest dropped first.
 """
 
 from __future__ import annotations
