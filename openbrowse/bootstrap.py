@@ -7,6 +7,7 @@ under our data dir.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -49,10 +50,8 @@ def private_temp_dir(folder: Path) -> Path:
     process's user and mode 0700, so the random names ``tempfile.mkdtemp`` makes in it are nobody else's to guess,
     plant or read. A folder that cannot be made so is an error at start-up."""
     folder.parent.mkdir(parents=True, exist_ok=True)
-    try:
+    with contextlib.suppress(FileExistsError):
         folder.mkdir(mode=0o700)
-    except FileExistsError:
-        pass
     descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
         if os.fstat(descriptor).st_uid != os.geteuid():
