@@ -52,7 +52,10 @@ def private_temp_dir(folder: Path) -> Path:
     folder.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(FileExistsError):
         folder.mkdir(mode=0o700)
-    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise ConfigError(f"{folder} is a link or not a directory; remove it so the server can make its own") from exc
     try:
         if os.fstat(descriptor).st_uid != os.geteuid():
             raise ConfigError(f"{folder} belongs to another user; remove it so the server can make its own")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from openbrowse.bootstrap import private_temp_dir
+from openbrowse.errors import ConfigError
 
 
 def test_it_is_made_private(tmp_path: Path) -> None:
@@ -31,6 +32,6 @@ def test_a_link_in_its_place_is_refused_and_its_target_untouched(tmp_path: Path)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir(mode=0o755)
     (tmp_path / "tmp").symlink_to(elsewhere)
-    with pytest.raises(OSError):
+    with pytest.raises(ConfigError, match="is a link or not a directory"):
         private_temp_dir(tmp_path / "tmp")
     assert stat.S_IMODE(elsewhere.stat().st_mode) == 0o755
