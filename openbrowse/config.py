@@ -220,9 +220,10 @@ class Settings(BaseSettings):
     """Largest CDP message, in MiB, passed from Chromium to a client; a larger one closes that connection (1009).
     Generous: full-page screenshots, DOM snapshots and response bodies are single messages of tens of MiB
     (Puppeteer's own ceiling is 256). A connection holds at most a few such frames, never an unbounded queue."""
-    CDP_MAX_FRAME_FROM_CLIENT_MB: int = Field(default=16, ge=1, le=256)
-    """Largest CDP message, in MiB, a client may send (commands are small; scripts and HTML to inject are the
-    large ones); a larger one closes that connection (1009) and no other."""
+    CDP_MAX_FRAME_FROM_CLIENT_MB: int = Field(default=64, ge=1, le=256)
+    """Largest CDP message, in MiB, a client may send (commands are small; a bundled script for
+    ``Runtime.evaluate`` or HTML to inject reach tens of MiB); a larger one closes that connection (1009) and no
+    other. Half the other direction's: the server holds one client message at a time."""
     LIVE_VIEW_MAX_CONNECTIONS: int = Field(default=8, ge=1, le=1000)
     """Live-view (VNC) WebSockets one session or raw browser may have open at once; one more is refused with a
     429."""

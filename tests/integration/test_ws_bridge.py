@@ -54,5 +54,5 @@ async def test_a_message_over_the_route_limit_closes_the_bridge_with_1009(upstre
 
 def test_route_limits_fit_under_the_server_ceiling(tmp_path: Path) -> None:
     settings = Settings(OPENBROWSE_HOME=tmp_path)
-    assert VNC_MAX_MESSAGE == 1 << 20 and settings.CDP_MAX_FRAME_FROM_CLIENT_MB == 16
-    assert ws_max_size(settings) == 16 << 20  # was 64 MiB, and a shared 256 MiB before that
+    assert VNC_MAX_MESSAGE == 1 << 20 and settings.CDP_MAX_FRAME_FROM_CLIENT_MB == 64
+    assert ws_max_size(settings) == 64 << 20  # was a shared 256 MiB
