@@ -7,11 +7,13 @@ under our data dir.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
+from openbrowse.errors import ConfigError
 from openbrowse.upstream.key_check import SKIP_KEY_CHECK_ENV, SKIP_KEY_CHECK_VALUE
 
 _FIXED = {
@@ -40,9 +42,27 @@ def prepare_process_environment(data_dir: Path | None = None) -> None:
             data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)  # spec §25.3: the data dir is private
         os.environ.setdefault("BROWSER_USE_CONFIG_DIR", str(data_dir / "browseruse"))
         os.environ.setdefault("XDG_CACHE_HOME", str(data_dir / "cache"))
-        folder = process_temp_dir(data_dir)
-        folder.mkdir(parents=True, exist_ok=True)
-        tempfile.tempdir = str(folder)
+        tempfile.tempdir = str(private_temp_dir(process_temp_dir(data_dir)))
+
+
+def private_temp_dir(folder: Path) -> Path:
+    """``folder`` as the parent of this process's scratch dirs: a real directory (never a link), owned by this
+    process's user and mode 0700, so the random names ``tempfile.mkdtemp`` makes in it are nobody else's to guess,
+    plant or read. A folder that cannot be made so is an error at start-up."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    try:
+        descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise ConfigError(f"{folder} is a link or not a directory; remove it so the server can make its own") from exc
+    try:
+        if os.fstat(descriptor).st_uid != os.geteuid():
+            raise ConfigError(f"{folder} belongs to another user; remove it so the server can make its own")
+        os.fchmod(descriptor, 0o700)
+    finally:
+        os.close(descriptor)
+    return folder
 
 
 def process_temp_dir(data_dir: Path) -> Path:

@@ -75,6 +75,10 @@ def webhook_url_problem(url: str) -> str | None:
     return None
 
 
+PROXY_SETTINGS = ("ALLOWED_HOSTS", "CORS_ORIGINS", "FORWARDED_ALLOW_IPS")
+"""Settings that mean the server is reached through a proxy or from other origins: each requires ``API_KEY``."""
+
+
 def _comma_list(value: str | None) -> tuple[str, ...]:
     return tuple(item.strip() for item in (value or "").split(",") if item.strip())
 
@@ -219,6 +223,20 @@ class Settings(BaseSettings):
     """Open ``/events`` streams of all sessions together; one more is a 429 (spec §25.1)."""
     MAX_QUEUED: int = Field(default=1000, ge=0)
     """Agent runs and raw browsers that may wait for a display slot at once; one more is a 429 (spec §25.1)."""
+    CDP_MAX_CONNECTIONS_PER_BROWSER: int = Field(default=16, ge=1, le=1000)
+    """CDP WebSockets one raw browser may have open at once (each may hold frames for its client); one more is
+    refused with a 429. Playwright and Puppeteer use one per client."""
+    CDP_MAX_FRAME_FROM_BROWSER_MB: int = Field(default=128, ge=1, le=1024)
+    """Largest CDP message, in MiB, passed from Chromium to a client; a larger one closes that connection (1009).
+    Generous: full-page screenshots, DOM snapshots and response bodies are single messages of tens of MiB
+    (Puppeteer's own ceiling is 256). A connection holds at most a few such frames, never an unbounded queue."""
+    CDP_MAX_FRAME_FROM_CLIENT_MB: int = Field(default=64, ge=1, le=256)
+    """Largest CDP message, in MiB, a client may send (commands are small; a bundled script for
+    ``Runtime.evaluate`` or HTML to inject reach tens of MiB); a larger one closes that connection (1009) and no
+    other. Half the other direction's: the server holds one client message at a time."""
+    LIVE_VIEW_MAX_CONNECTIONS: int = Field(default=8, ge=1, le=1000)
+    """Live-view (VNC) WebSockets one session or raw browser may have open at once; one more is refused with a
+    429."""
     BROWSER_TOKEN_TTL_S: int = Field(default=900, ge=1, le=86_400)
     """Seconds a raw browser's CDP token opens new connections (spec §21.4); connections already open stay."""
 
@@ -248,6 +266,26 @@ class Settings(BaseSettings):
         if not is_loopback(self.HOST) and not self.API_KEY and not self.ALLOW_INSECURE_NO_AUTH:
             raise ValueError(
                 f"HOST={self.HOST} is not a loopback address, so API_KEY must be set "
+                "(or ALLOW_INSECURE_NO_AUTH=1 to serve without auth, for development only)"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _refuse_keyless_proxy(self) -> Settings:
+        """``ALLOWED_HOSTS``, ``CORS_ORIGINS`` and ``FORWARDED_ALLOW_IPS`` say the server is reached through a proxy or
+        from other origins: a loopback ``HOST`` then protects nothing, so the key is required as on a public bind."""
+        if self.API_KEY or self.ALLOW_INSECURE_NO_AUTH:
+            return self
+        if "*" in self.allowed_hosts:
+            raise ValueError(
+                "ALLOWED_HOSTS=* accepts any Host header, so API_KEY must be set "
+                "(or ALLOW_INSECURE_NO_AUTH=1 to serve without auth, for development only)"
+            )
+        named = [name for name in PROXY_SETTINGS if getattr(self, name)]
+        if named:
+            raise ValueError(
+                f"{' and '.join(named)} {'says' if len(named) == 1 else 'say'} the server is reached through a proxy "
+                "or from other origins, so API_KEY must be set "
                 "(or ALLOW_INSECURE_NO_AUTH=1 to serve without auth, for development only)"
             )
         return self

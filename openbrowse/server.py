@@ -10,16 +10,20 @@ from types import FrameType
 
 import uvicorn
 
-from openbrowse.api.routes.browsers import CDP_MAX_MESSAGE
+from openbrowse.api.auth import UNGUESSABLE_KEY_CHARS
+from openbrowse.api.routes.live import VNC_MAX_MESSAGE
 from openbrowse.app import create_app
 from openbrowse.config import Settings, is_loopback
 from openbrowse.sessions.maintenance import Maintenance
 
 logger = logging.getLogger("openbrowse")
 
-WS_MAX_SIZE = CDP_MAX_MESSAGE
-"""Largest WebSocket message uvicorn reads for any route (its default is 16 MiB): the CDP route's limit, the
-largest. Each route applies its own, smaller or equal, limit (``bridge(max_message=…)``)."""
+
+def ws_max_size(settings: Settings) -> int:
+    """Largest WebSocket message uvicorn reads for any route: the largest route limit (the CDP route's,
+    ``CDP_MAX_FRAME_FROM_CLIENT_MB``). Each route applies its own, smaller or equal, limit
+    (``bridge(max_message=…)``)."""
+    return max(VNC_MAX_MESSAGE, settings.CDP_MAX_FRAME_FROM_CLIENT_MB << 20)
 
 
 class DrainingServer(uvicorn.Server):
@@ -58,6 +62,12 @@ def serve(settings: Settings) -> None:
                 "API_KEY is not set: serving without authentication because HOST=%s is a loopback address.",
                 settings.HOST,
             )
+    if settings.auth_enabled and len(settings.API_KEY or "") < UNGUESSABLE_KEY_CHARS:
+        logger.warning(
+            "API_KEY is shorter than %d characters: it stays behind the failed-attempt throttle, so a guesser sharing "
+            "an address with its holder (behind one proxy) can lock them out; use a random key (openssl rand -hex 16).",
+            UNGUESSABLE_KEY_CHARS,
+        )
     if settings.auth_enabled and not settings.dashboard_password:
         logger.info(
             "DASHBOARD_PASSWORD is not set: the dashboard's login form and HTTP Basic are off "
@@ -73,7 +83,7 @@ def serve(settings: Settings) -> None:
         lifespan="on",
         timeout_graceful_shutdown=30,
         ws="websockets-sansio",
-        ws_max_size=WS_MAX_SIZE,
+        ws_max_size=ws_max_size(settings),
         ws_per_message_deflate=False,
         proxy_headers=True,
         forwarded_allow_ips=settings.FORWARDED_ALLOW_IPS or [],  # uvicorn alone would trust 127.0.0.1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -10,7 +11,28 @@ import pytest
 from browser_use_sdk.v3 import AsyncBrowserUse
 
 from openbrowse.bootstrap import prepare_process_environment
+from openbrowse.slots.sandbox import sandbox_problem
+from tests.support.sandbox_gate import CI_SANDBOX_MISSING
 from tests.support.server import ServerProcess
+
+INHERITED_UNSANDBOXED = (
+    "ALLOW_UNSANDBOXED is set in the environment the tests run in: every server they start would inherit it and run "
+    "its slots unsandboxed, so the sandbox and its fail-closed gate would go untested. Unset it (a test that needs "
+    "it sets it for its own server)."
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Refuse to run with an inherited ``ALLOW_UNSANDBOXED``: it would turn the servers' fail-closed gate off."""
+    if os.environ.get("ALLOW_UNSANDBOXED"):
+        raise pytest.UsageError(INHERITED_UNSANDBOXED)
+
+
+@pytest.fixture
+def _fail_without_sandbox() -> None:
+    """Used by ``sandbox_gate.needs_sandbox`` on the CI machine when there is no sandbox."""
+    pytest.fail(f"{CI_SANDBOX_MISSING}: {sandbox_problem()}")
+
 
 # browser-use stays quiet and offline in the test process too (telemetry, version check, cloud sync, logging set-up):
 # the server's own switches, set before the first import of it below.

@@ -1,5 +1,10 @@
 """API-key authentication with a per-IP failed-attempt throttle (spec §2.1), and the dashboard's credentials.
 
+A correct ``API_KEY`` of at least :data:`UNGUESSABLE_KEY_CHARS` characters always passes, whatever the throttle
+holds against its address: behind a proxy that is not named in ``FORWARDED_ALLOW_IPS`` every client shares the
+proxy's address, and a stranger's wrong guesses must not lock the key's holder out. Everything guessable (a short
+key, the dashboard password, view tokens on a locked address) stays behind the throttle.
+
 The client IP is the socket peer as uvicorn resolved it: uvicorn replaces the peer with the
 ``X-Forwarded-For`` client only when the peer is a proxy listed in ``FORWARDED_ALLOW_IPS`` (none by default,
 see ``server.py``). A header sent by anyone else changes nothing, so rotating it buys no extra guesses and
@@ -10,7 +15,10 @@ The dashboard's credentials (HTTP Basic with ``DASHBOARD_USER``/``DASHBOARD_PASS
 are ambient: a browser attaches them to any request, whichever page triggered it. They are therefore honoured
 only on requests from this server's own pages (spec §25.2): a request that says it comes from elsewhere
 (``Sec-Fetch-Site`` other than ``same-origin``/``none``, or an ``Origin`` other than the request's own) and
-carries them is refused 403 before the password is looked at, and is not counted as a failed guess.
+carries them is refused 403 before the password is looked at, and is not counted as a failed guess. A call that
+changes something (not GET/HEAD/OPTIONS) on the cookie alone must also carry its login's ``X-CSRF-Token``, which
+only this server's pages know (403 otherwise): a browser that sends neither ``Origin`` nor ``Sec-Fetch-Site``
+cannot be made to change anything by another page.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ from dataclasses import dataclass
 from starlette.exceptions import HTTPException
 from starlette.requests import HTTPConnection
 
-from openbrowse.api.login_sessions import LoginSessions, cookie_name
+from openbrowse.api.login_sessions import CSRF_HEADER, LoginSessions, cookie_name
 from openbrowse.api.origin_guard import normalize_origin, own_origin
 from openbrowse.api.view_tokens import ViewTokens
 from openbrowse.config import Settings
@@ -37,8 +45,12 @@ MAX_TRACKED_CLIENTS = 10_000
 """Records kept at most (a few hundred bytes each); beyond it the least recently failed client is forgotten."""
 FIRST_LOCKOUT_SECONDS = 1.0
 MAX_LOCKOUT_SECONDS = 900.0
+UNGUESSABLE_KEY_CHARS = 32
+"""An ``API_KEY`` this long (``openssl rand -hex 16`` gives 32) passes the failure throttle unconditionally."""
 API_KEY_HEADER = "x-browser-use-api-key"
 CROSS_SITE_REFUSED = "Another site's page may not use the dashboard's credentials; send the API key instead"
+CSRF_REFUSED = "A call that changes something needs the dashboard's X-CSRF-Token header with its login cookie"
+_SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
 _SAME_ORIGIN_SITES = {"same-origin", "none"}  # "none": typed into the address bar, a bookmark
 IPV6_THROTTLE_PREFIX = 64
 
@@ -54,8 +66,15 @@ class AuthFailed(Exception):
 class CrossSiteCredentials(HTTPException):
     """The dashboard's Basic credentials or cookie on a request another site's page made (403)."""
 
+    def __init__(self, detail: str = CROSS_SITE_REFUSED) -> None:
+        super().__init__(403, detail)
+
+
+class MissingCsrfToken(CrossSiteCredentials):
+    """A state-changing call authorised by the login cookie alone, without its login's ``X-CSRF-Token`` (403)."""
+
     def __init__(self) -> None:
-        super().__init__(403, CROSS_SITE_REFUSED)
+        super().__init__(CSRF_REFUSED)
 
 
 class AuthThrottled(Exception):
@@ -145,6 +164,11 @@ def from_own_pages(conn: HTTPConnection) -> bool:
     return own is not None and normalize_origin(origin) == own
 
 
+def _changes_state(conn: HTTPConnection) -> bool:
+    """An HTTP call other than GET/HEAD/OPTIONS (a WebSocket handshake is a GET, judged by its Origin)."""
+    return conn.scope.get("type") == "http" and conn.scope.get("method", "GET") not in _SAFE_METHODS
+
+
 def is_navigation(conn: HTTPConnection) -> bool:
     """A browser loading a page (a link, the address bar, a form), not a script or a sub-resource."""
     mode = conn.headers.get("sec-fetch-mode")
@@ -208,6 +232,13 @@ class Authenticator:
         """The login form and Basic work only with a ``DASHBOARD_PASSWORD``; without one only the API key does."""
         return self.enabled and bool(self._settings.dashboard_password)
 
+    @property
+    def key_is_unguessable(self) -> bool:
+        """Whether ``API_KEY`` is long enough to pass even while its client's address is locked out. A correct key
+        then answers 200 where a wrong one gets the 429, which tells a guesser when it is right: harmless for
+        :data:`UNGUESSABLE_KEY_CHARS` random characters, not for a short word, which stays behind the throttle."""
+        return len(self._settings.API_KEY or "") >= UNGUESSABLE_KEY_CHARS
+
     def _key_ok(self, conn: HTTPConnection) -> bool:
         key = presented_key(conn)
         expected = self._settings.API_KEY or ""
@@ -246,7 +277,13 @@ class Authenticator:
             return False
         if not from_own_pages(conn):
             raise CrossSiteCredentials()
-        return (basic is not None and self.password_ok(*basic)) or self.logins.valid(token)
+        if basic is not None and self.password_ok(*basic):
+            return True
+        if not self.logins.valid(token):
+            return False
+        if _changes_state(conn) and not self.logins.csrf_matches(token, conn.headers.get(CSRF_HEADER)):
+            raise MissingCsrfToken()
+        return True
 
     def require_api_key(self, conn: HTTPConnection, also: Callable[[], bool] | None = None) -> None:
         """For ``/v3/*`` and ``/health/details``: the API key, or the dashboard's credentials from its own pages.
@@ -284,6 +321,8 @@ class Authenticator:
         /64). A :class:`CrossSiteCredentials` refusal from ``check()`` passes through uncounted."""
         if not self.enabled:
             return
+        if self._key_ok(conn) and self.key_is_unguessable:
+            return  # past the throttle: other clients behind the same address cannot lock the key's holder out
         client = throttle_key(client_ip(conn))
         self.throttle.check(client)
         if check():

@@ -16,6 +16,8 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from openbrowse.domain.ascii_numbers import is_ascii_digits
+
 __all__ = ["BODY_TOO_LARGE", "MAX_BODY_BYTES", "UPLOAD_PATH", "UPLOAD_PATH_PREFIXES", "BodyLimit"]
 
 logger = logging.getLogger(__name__)
@@ -82,12 +84,9 @@ class BodyLimit:
 
 def _declared_length(headers: Headers) -> int | None:
     value = headers.get("content-length")
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except ValueError:
+    if value is None or not is_ascii_digits(value):
         return None  # the HTTP parser refuses a malformed length before the app sees the request
+    return int(value)
 
 
 async def _too_large(scope: Scope, receive: Receive, send: Send) -> None:

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import quote, urlencode
 
+from openbrowse.domain.ascii_numbers import ascii_int
+
 __all__ = ["FILE_AREAS", "FILE_URL_TTL_S", "FileArea", "FileUrlSigner", "OwnerKind"]
 
 OwnerKind = Literal["sessions", "browsers"]
@@ -75,12 +77,14 @@ class FileUrlSigner:
         *,
         now: float | None = None,
     ) -> bool:
-        """True when ``sig`` was issued by us for this very file and ``expires`` has not passed."""
-        if not expires or not sig or not expires.isdigit():
+        """True when ``sig`` was issued by us for this very file and ``expires`` has not passed. An ``expires`` that is
+        not a number in ASCII digits is a :class:`MalformedRequest` (400): no URL this server issued has one."""
+        if not expires or not sig:
             return False
-        if int(expires) < (time.time() if now is None else now):
+        deadline = ascii_int(expires, what="The link's expires")
+        if deadline < (time.time() if now is None else now):
             return False
-        expected = self._digest(self.path_of(kind, owner_id, area, name), int(expires))
+        expected = self._digest(self.path_of(kind, owner_id, area, name), deadline)
         return hmac.compare_digest(expected, sig)
 
     def _digest(self, path: str, expires: int) -> str:

@@ -270,6 +270,8 @@ class SparesView(WireModel):
 
 class SandboxView(WireModel):
     enabled: bool
+    state: Literal["enabled", "unavailable", "unknown"]
+    """``unknown`` until the start-up probe has answered; ``enabled`` only when it found the sandbox working."""
     problem: str | None = None
     warning: str | None = None
 

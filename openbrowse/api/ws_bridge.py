@@ -1,9 +1,12 @@
 """A WebSocket bridge: one accepted client socket (served by uvicorn) joined to one loopback upstream.
 
 Used for the live view (noVNC ↔ websockify, binary frames) and for raw browsers' CDP (client ↔ Chromium's
-DevTools socket, text frames). Frames are forwarded as they are, text as text and bytes as bytes, with no
-size limit on the upstream side (CDP messages reach tens of MB). Client messages are bounded per route
-(``max_message``; uvicorn's ``ws_max_size`` is the ceiling over all routes). Credentials and the origin are
+DevTools socket, text frames). Frames are forwarded as they are, text as text and bytes as bytes. Each direction
+has its own size limit per route: ``max_message`` for the client's (uvicorn's ``ws_max_size`` is the ceiling over
+all routes), ``max_upstream_message`` for upstream's; a frame over either closes that connection alone with 1009.
+Nothing is queued without bound (:mod:`openbrowse.api.bridge_limits`): a frame is taken from one side only once
+the other side accepted the previous one, and the upstream connection reads at most
+``UPSTREAM_QUEUE_FRAMES`` ahead. Credentials and the origin are
 checked before a handshake is accepted (:func:`deny_websocket`). Either side closing ends both: the two pump
 tasks are owned here, the survivor is cancelled and both are awaited before :func:`bridge` returns, so nothing
 outlives the connection.
@@ -28,6 +31,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from websockets.typing import Subprotocol
 
+from openbrowse.api.bridge_limits import UPSTREAM_QUEUE_FRAMES, BridgeFlow
 from openbrowse.shielding import run_shielded
 
 __all__ = [
@@ -110,23 +114,28 @@ async def bridge(
     upstream_url: str,
     *,
     max_message: int,
+    max_upstream_message: int,
+    flow: BridgeFlow | None = None,
     subprotocol: str | None = None,
     screen: ClientScreen | None = None,
     greeting: str | None = None,
 ) -> None:
     """Join the **accepted** ``client`` to ``upstream_url`` until either side closes, then close both.
 
-    A client message larger than ``max_message`` bytes ends the bridge with close code 1009. ``screen`` judges
-    every client message (after the size check); ``greeting`` is sent upstream first and its answer swallowed.
+    A client message larger than ``max_message`` bytes, or an upstream one larger than ``max_upstream_message``,
+    ends the bridge with close code 1009. ``flow`` counts what the bridge holds for the client (``/metrics``).
+    ``screen`` judges every client message (after the size check); ``greeting`` is sent upstream first and its
+    answer swallowed.
     """
+    flow = flow if flow is not None else BridgeFlow("cdp")
     try:
         upstream = await connect(
             upstream_url,
             subprotocols=[Subprotocol(subprotocol)] if subprotocol else None,
             compression=None,
             proxy=None,
-            max_size=None,
-            max_queue=64,
+            max_size=max_upstream_message,
+            max_queue=UPSTREAM_QUEUE_FRAMES,
             ping_interval=None,
             open_timeout=OPEN_TIMEOUT,
             close_timeout=CLOSE_TIMEOUT,
@@ -137,16 +146,18 @@ async def bridge(
         logger.warning("Upstream %s refused the bridge: %s", upstream_url, exc)
         await close_quietly(client, CLOSE_UNAVAILABLE, "Upstream unavailable")
         return
-    code = CLOSE_NORMAL
+    flow.upstream = upstream
+    code, reason = CLOSE_NORMAL, ""
     try:
         if greeting is not None and not await _greet(upstream, greeting):
             code = CLOSE_UNAVAILABLE
             return
-        code = await _pump_both(client, upstream, max_message, screen)
+        code, reason = await _pump_both(client, upstream, max_message, screen, flow)
     finally:
+        flow.upstream = None
         with contextlib.suppress(Exception):
             await run_shielded(upstream.close())
-        await close_quietly(client, code)
+        await close_quietly(client, code, reason)
 
 
 async def _greet(upstream: ClientConnection, greeting: str) -> bool:
@@ -163,12 +174,12 @@ async def _greet(upstream: ClientConnection, greeting: str) -> bool:
 
 
 async def _pump_both(
-    client: WebSocket, upstream: ClientConnection, max_message: int, screen: ClientScreen | None
-) -> int:
-    """Run both directions until one ends; return the close code to give the client."""
+    client: WebSocket, upstream: ClientConnection, max_message: int, screen: ClientScreen | None, flow: BridgeFlow
+) -> tuple[int, str]:
+    """Run both directions until one ends; return the close code (and reason) to give the client."""
     sending = asyncio.Lock()  # both directions may write to the client: a screen's answer and upstream's frames
     outbound = asyncio.ensure_future(_client_to_upstream(client, upstream, max_message, screen, sending))
-    tasks = [outbound, asyncio.ensure_future(_upstream_to_client(upstream, client, sending))]
+    tasks = [outbound, asyncio.ensure_future(_upstream_to_client(upstream, client, sending, flow))]
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -178,12 +189,16 @@ async def _pump_both(
     finished = outbound.done() and not outbound.cancelled() and outbound.exception() is None
     if finished and (refusal := outbound.result()) is not None:
         return refusal
+    sent = upstream.protocol.close_sent
+    if sent is not None and sent.code == CLOSE_TOO_BIG:  # websockets refused an upstream frame over max_size
+        logger.info("Closed a bridge: an upstream message exceeded the route's limit")
+        return CLOSE_TOO_BIG, "A message from the browser side exceeded this server's frame limit"
     received = upstream.close_code
     if received is None:
-        return CLOSE_NORMAL
+        return CLOSE_NORMAL, ""
     if received in _UNSENDABLE:
-        return CLOSE_NORMAL if received == 1005 else CLOSE_UNAVAILABLE
-    return received
+        return (CLOSE_NORMAL if received == 1005 else CLOSE_UNAVAILABLE), ""
+    return received, ""
 
 
 def _too_big(message: bytes | str, limit: int) -> bool:
@@ -194,7 +209,7 @@ def _too_big(message: bytes | str, limit: int) -> bool:
 
 async def _client_to_upstream(
     client: WebSocket, upstream: ClientConnection, max_message: int, screen: ClientScreen | None, sending: asyncio.Lock
-) -> int | None:
+) -> tuple[int, str] | None:
     """Forward client frames; return the close code when the bridge refuses one (1009: too big for this route;
     a screen's :class:`CloseConnection`), None when the client leaves."""
     try:
@@ -209,13 +224,13 @@ async def _client_to_upstream(
                 continue
             if _too_big(payload, max_message):
                 logger.info("Closed a bridge: a client message exceeded %d bytes", max_message)
-                return CLOSE_TOO_BIG
+                return CLOSE_TOO_BIG, f"A client message exceeded this route's limit of {max_message} bytes"
             if screen is not None:
                 try:
                     verdict = screen(payload)
                 except CloseConnection as refusal:
                     logger.info("Closed a bridge: %s", refusal.reason)
-                    return refusal.code
+                    return refusal.code, refusal.reason
                 if verdict.reply is not None:
                     async with sending:
                         await client.send_text(verdict.reply)
@@ -228,14 +243,24 @@ async def _client_to_upstream(
     return None
 
 
-async def _upstream_to_client(upstream: ClientConnection, client: WebSocket, sending: asyncio.Lock) -> None:
+async def _upstream_to_client(
+    upstream: ClientConnection, client: WebSocket, sending: asyncio.Lock, flow: BridgeFlow
+) -> None:
+    """Forward upstream frames one at a time: the next is taken only once the client's transport took this one
+    (uvicorn's send waits while the client's write buffer is over its high-water mark)."""
     try:
         async for message in upstream:
-            async with sending:
-                if isinstance(message, bytes):
-                    await client.send_bytes(message)
-                else:
-                    await client.send_text(message)
+            flow.held_frames += 1
+            flow.held_bytes += len(message)
+            try:
+                async with sending:
+                    if isinstance(message, bytes):
+                        await client.send_bytes(message)
+                    else:
+                        await client.send_text(message)
+            finally:
+                flow.held_frames -= 1
+                flow.held_bytes -= len(message)
     except (ConnectionClosed, WebSocketDisconnect, WebSocketDisconnected) as exc:
         logger.debug("Bridge upstream→client ended: %r", exc)
 

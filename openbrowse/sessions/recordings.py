@@ -50,7 +50,7 @@ logger = logging.getLogger(__name__)
 
 RECORDINGS = "recordings"
 PARTIAL_SUFFIX = ".part"
-_FINAL = re.compile(r"^(?:turn-(?P<turn>\d{1,6})|browser)-(?P<ms>\d{10,16})\.mp4$")
+_FINAL = re.compile(r"^(?:turn-(?P<turn>\d{1,6})|browser)-(?P<ms>\d{10,16})\.mp4$", re.ASCII)
 
 Note = Callable[[str], Awaitable[None]]
 """Tells the owner's feed (sessions) or log (raw browsers) one sentence about a recording."""

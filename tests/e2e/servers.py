@@ -29,9 +29,11 @@ if TYPE_CHECKING:
 
 
 def start_isolated_server(home: Path, env: Mapping[str, str] | None = None, *, slots: int = 1) -> ServerProcess:
-    """A server with settings ``env`` on ``slots`` display slots of its own. It trusts 127.0.0.1 as a proxy, so the
-    addresses of ``browser_support.forwarded_for`` count."""
-    settings = {"MAX_CONCURRENT_SESSIONS": str(slots), "FORWARDED_ALLOW_IPS": "127.0.0.1", **(env or {})}
+    """A server with settings ``env`` on ``slots`` display slots of its own. With an ``API_KEY`` it trusts 127.0.0.1
+    as a proxy, so the addresses of ``browser_support.forwarded_for`` count (a keyless server counts no failures,
+    and may not name a proxy: ``FORWARDED_ALLOW_IPS`` requires the key)."""
+    proxy = {"FORWARDED_ALLOW_IPS": "127.0.0.1"} if env and "API_KEY" in env else {}
+    settings = {"MAX_CONCURRENT_SESSIONS": str(slots), **proxy, **(env or {})}
     # one index more: the shared browser of the MCP tools takes the slot after the sessions' (spec §23.3)
     return ServerProcess(home=home, env=settings, slot_base=free_slot_base(slots + 1)).start()
 

@@ -75,6 +75,21 @@ def test_failed_attempts_are_throttled_per_socket_peer(start_server: StartServer
         assert victim.get("/v3/sessions", headers=GOOD).status_code == 200
 
 
+LONG_KEY = "k" * 32
+
+
+def test_guesses_from_a_shared_address_never_lock_out_a_long_key(start_server: StartServer) -> None:
+    """Behind a proxy not named in FORWARDED_ALLOW_IPS every client is the proxy's address: a stranger's guesses
+    from there lock the address, yet the holder of a (long) key is still let in; a short key is not."""
+    server = start_server(API_KEY=LONG_KEY)
+    with client_from(server, "127.0.0.10") as proxy:
+        assert guesses(proxy, [None] * 7) == [401] * 6 + [429]
+        assert proxy.get("/v3/sessions", headers={"Authorization": f"Bearer {LONG_KEY}"}).status_code == 200
+        assert proxy.get("/v3/sessions", headers={"X-Browser-Use-API-Key": LONG_KEY}).status_code == 200
+        assert proxy.get("/v3/sessions", headers={"Authorization": f"Bearer {LONG_KEY[:-1]}x"}).status_code == 429
+    assert "shorter than" not in server.log()
+
+
 def test_x_forwarded_for_counts_only_from_a_trusted_proxy(start_server: StartServer) -> None:
     server = start_server(API_KEY="s3cret", FORWARDED_ALLOW_IPS="127.0.0.7")
     with client_from(server, "127.0.0.7") as proxy, client_from(server, "127.0.0.8") as direct:
@@ -83,6 +98,11 @@ def test_x_forwarded_for_counts_only_from_a_trusted_proxy(start_server: StartSer
         assert proxy.get("/v3/sessions", headers={"X-Forwarded-For": "198.51.100.1", **GOOD}).status_code == 200
         spoofed = direct.get("/v3/sessions", headers={"X-Forwarded-For": "203.0.113.9", **GOOD})
         assert spoofed.status_code == 200  # not a trusted proxy: its header names nobody
+
+
+def test_a_short_key_is_warned_about(start_server: StartServer) -> None:
+    server = start_server(API_KEY="s3cret")
+    assert "API_KEY is shorter than 32 characters" in server.log()
 
 
 def test_public_bind_without_api_key_refuses_to_start(tmp_path: object) -> None:
@@ -95,6 +115,30 @@ def test_public_bind_without_api_key_refuses_to_start(tmp_path: object) -> None:
     )
     assert result.returncode == 2
     assert "API_KEY" in result.stderr and "0.0.0.0" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "sentence"),
+    [
+        ("FORWARDED_ALLOW_IPS", "127.0.0.1", "FORWARDED_ALLOW_IPS says the server is reached through a proxy"),
+        ("ALLOWED_HOSTS", "browser.example.com", "ALLOWED_HOSTS says the server is reached through a proxy"),
+        ("CORS_ORIGINS", "https://app.example.com", "CORS_ORIGINS says the server is reached through a proxy"),
+        ("ALLOWED_HOSTS", "*", "ALLOWED_HOSTS=* accepts any Host header, so API_KEY must be set"),
+    ],
+)
+def test_a_proxied_loopback_bind_without_api_key_refuses_to_start(
+    tmp_path: object, setting: str, value: str, sentence: str
+) -> None:
+    """``HOST=127.0.0.1`` behind nginx is reachable by anyone nginx serves: the loopback bind proves nothing."""
+    result = subprocess.run(
+        [sys.executable, "-m", "openbrowse", "serve", "--host", "127.0.0.1", "--port", "0"],
+        env={"OPENBROWSE_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", setting: value},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert sentence in result.stderr and "API_KEY must be set" in result.stderr
 
 
 def test_loopback_without_api_key_says_so(start_server: StartServer) -> None:

@@ -46,14 +46,15 @@ def test_a_wildcard_bind_does_not_admit_every_ip_literal_origin(start_server: St
 
 
 def test_allowed_hosts_star_does_not_admit_every_origin(start_server: StartServer) -> None:
-    server = start_server(ALLOWED_HOSTS="*")
-    assert loopback.get(f"{server.v3}/sessions", headers={"Host": f"any.example:{server.port}"}).status_code == 200
+    server = start_server(API_KEY=KEY, ALLOWED_HOSTS="*")
+    by_name = {"Host": f"any.example:{server.port}", **GOOD}
+    assert loopback.get(f"{server.v3}/sessions", headers=by_name).status_code == 200
     for origin in (f"http://evil.example:{server.port}", f"http://localhost:{server.port}"):
-        answer = loopback.post(f"{server.v3}/sessions", json={}, headers={"Origin": origin})
+        answer = loopback.post(f"{server.v3}/sessions", json={}, headers={"Origin": origin, **GOOD})
         assert answer.status_code == 403, origin  # neither is the origin this request was sent to
-    reached_by_name = {"Host": f"any.example:{server.port}", "Origin": f"http://any.example:{server.port}"}
+    reached_by_name = {**by_name, "Origin": f"http://any.example:{server.port}"}
     assert loopback.post(f"{server.v3}/sessions", json={}, headers=reached_by_name).status_code == 200
-    assert int(loopback.get(f"{server.v3}/sessions").json()["total"]) == 1
+    assert int(loopback.get(f"{server.v3}/sessions", headers=GOOD).json()["total"]) == 1
 
 
 async def test_a_cors_origin_cannot_use_cached_basic_credentials_anywhere(start_server: StartServer) -> None:

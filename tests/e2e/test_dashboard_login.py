@@ -29,6 +29,7 @@ PASSWORD = "login-dashboard-pw"
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
 CHROMIUM = "/usr/bin/chromium"
 CROSS_SITE = "Another site's page may not use the dashboard's credentials"
+CSRF_REFUSED = "A call that changes something needs the dashboard's X-CSRF-Token header with its login cookie"
 
 
 @pytest.fixture(scope="module")
@@ -134,6 +135,14 @@ async def test_log_in_use_the_dashboard_and_log_out(server: ServerProcess, conte
 
     stolen = {"Cookie": f"{cookie['name']}={cookie['value']}"}  # the cookie alone, replayed by another client
     assert loopback.get(f"{server.v3}/sessions", headers=stolen).status_code == 200  # what the cookie opened
+    # changing anything takes the login's CSRF token too, which only the server's own pages carry
+    csrf = await page.get_attribute("body", "data-csrf")
+    assert csrf and csrf not in cookie["value"]
+    for headers in (stolen, {**stolen, "X-CSRF-Token": csrf[::-1]}):
+        refused = loopback.post(f"{server.v3}/sessions", json={}, headers=headers)
+        assert refused.status_code == 403 and refused.json() == {"detail": CSRF_REFUSED}
+    created_with_token = loopback.post(f"{server.v3}/sessions", json={}, headers={**stolen, "X-CSRF-Token": csrf})
+    assert created_with_token.status_code == 200
     await page.click("#logout")
     await page.wait_for_url(f"{server.base_url}/dashboard/login")
     assert not [c for c in await context.cookies() if c["name"] == cookie["name"]]
@@ -184,6 +193,14 @@ def test_the_cookie_is_secure_over_https_and_the_forms_refuse_other_pages(server
     set_cookie = answer.headers["set-cookie"]
     assert "HttpOnly" in set_cookie and "SameSite=Strict" in set_cookie and "Secure" in set_cookie
     assert "Max-Age=" in set_cookie
+    # bound to this origin: the __Host- prefix, which browsers accept only when Secure, host-only and Path=/
+    assert set_cookie.startswith(f"__Host-openbrowse_dashboard_{server.port}=")
+    assert "Path=/;" in set_cookie + ";" and "domain" not in set_cookie.lower()
+    name, value = set_cookie.split(";", 1)[0].split("=", 1)
+    signed_in = {"Cookie": f"{name}={value}", "X-Forwarded-Proto": "https"}
+    assert loopback.get(f"{server.v3}/sessions", headers=signed_in).status_code == 200
+    plain = {"Cookie": f"openbrowse_dashboard_{server.port}={value}", "X-Forwarded-Proto": "https"}
+    assert loopback.get(f"{server.v3}/sessions", headers=plain).status_code == 401  # only the __Host- name counts
     for foreign in ({"Sec-Fetch-Site": "same-site"}, {"Sec-Fetch-Site": "cross-site"}):
         refused = loopback.post(f"{server.base_url}/dashboard/login", data=form, headers=foreign)
         assert refused.status_code == 403 and "set-cookie" not in refused.headers

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 import websockets
@@ -11,10 +12,10 @@ from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket
 from websockets.asyncio.server import Server, ServerConnection, serve
 
-from openbrowse.api.routes.browsers import CDP_MAX_MESSAGE
 from openbrowse.api.routes.live import VNC_MAX_MESSAGE
 from openbrowse.api.ws_bridge import CLOSE_TOO_BIG, bridge
-from openbrowse.server import WS_MAX_SIZE
+from openbrowse.config import Settings
+from openbrowse.server import ws_max_size
 from tests.support.asgi_thread import ThreadedServer
 
 LIMIT = 1024
@@ -36,7 +37,7 @@ async def test_a_message_over_the_route_limit_closes_the_bridge_with_1009(upstre
 
     async def limited(websocket: WebSocket) -> None:
         await websocket.accept()
-        await bridge(websocket, f"ws://127.0.0.1:{port}", max_message=LIMIT)
+        await bridge(websocket, f"ws://127.0.0.1:{port}", max_message=LIMIT, max_upstream_message=4 * LIMIT)
 
     with ThreadedServer(Starlette(routes=[WebSocketRoute("/limited", limited)])) as server:
         url = server.url.replace("http", "ws") + "/limited"
@@ -51,6 +52,7 @@ async def test_a_message_over_the_route_limit_closes_the_bridge_with_1009(upstre
         assert closed.value.rcvd is not None and closed.value.rcvd.code == CLOSE_TOO_BIG
 
 
-def test_route_limits_fit_under_the_server_ceiling() -> None:
-    assert VNC_MAX_MESSAGE == 1 << 20 and CDP_MAX_MESSAGE == 64 << 20
-    assert max(VNC_MAX_MESSAGE, CDP_MAX_MESSAGE) == WS_MAX_SIZE  # was a shared 256 MiB
+def test_route_limits_fit_under_the_server_ceiling(tmp_path: Path) -> None:
+    settings = Settings(OPENBROWSE_HOME=tmp_path)
+    assert VNC_MAX_MESSAGE == 1 << 20 and settings.CDP_MAX_FRAME_FROM_CLIENT_MB == 64
+    assert ws_max_size(settings) == 64 << 20  # was a shared 256 MiB

@@ -81,10 +81,11 @@ _LOGOUT_FORM = (
 )
 
 
-def with_logout(document: str) -> str:
+def with_logout(document: str, csrf_token: str) -> str:
     """The page with a "Log out" button in its header, for a browser signed in with the login form; its scripts
-    send it back to the form when the login expires (``data-signed-in``)."""
-    marked = document.replace("<body ", '<body data-signed-in="cookie" ', 1)
+    send it back to the form when the login expires (``data-signed-in``), and send the login's CSRF token
+    (``data-csrf``) with every call that changes something."""
+    marked = document.replace("<body ", f'<body data-signed-in="cookie" data-csrf="{_e(csrf_token)}" ', 1)
     return marked.replace(_ACCOUNT_SLOT, _LOGOUT_FORM, 1)
 
 

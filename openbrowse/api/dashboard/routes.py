@@ -62,8 +62,10 @@ router = APIRouter(include_in_schema=False, dependencies=[Depends(require_dashbo
 
 
 def _page(request: Request, document: str, status_code: int = 200) -> HTMLResponse:
-    if authenticator_of(request).signed_in_by_cookie(request):
-        document = pages.with_logout(document)
+    auth = authenticator_of(request)
+    csrf_token = auth.logins.csrf_token(auth.login_token(request))
+    if csrf_token is not None:
+        document = pages.with_logout(document, csrf_token)
     return login.page_response(document, status_code)
 
 

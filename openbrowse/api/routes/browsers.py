@@ -29,6 +29,7 @@ from starlette.requests import HTTPConnection
 
 from openbrowse.api.auth import AuthFailed, AuthThrottled
 from openbrowse.api.body import parse_body
+from openbrowse.api.bridge_limits import board_of, too_many
 from openbrowse.api.browser_schemas import (
     BrowserListView,
     BrowserTokenView,
@@ -75,9 +76,7 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-CDP_MAX_MESSAGE = 64 << 20
-"""Largest message a CDP client may send: ``Runtime.evaluate`` of a bundled script or
-``DOM.setFileInputFiles`` payloads reach tens of MB."""
+MIB = 1 << 20
 GREETING_ID = 2**31 - 1
 """The id of the bridge's own first call (downloads into ``downloads/``), answered before the client is heard."""
 CLIENT_CLOSED_REQUEST = 499  # nginx's code: the client went away before the answer was ready
@@ -270,15 +269,28 @@ async def cdp_socket(
     auth: AuthenticatorDep,
     settings: SettingsDep,
 ) -> None:
-    """The browser's DevTools socket. Bad credentials: the handshake is refused (401/429); a browser that is
-    unknown, stopped or gone: accepted, then closed 1011. File paths in client calls are confined to the
-    browser's ``uploads/`` and ``downloads/`` (spec §24.6, :mod:`openbrowse.api.cdp_filter`). A client that
-    offered the ``openbrowse`` subprotocol gets it echoed."""
+    """The browser's DevTools socket. Bad credentials: the handshake is refused (401/429); with
+    ``CDP_MAX_CONNECTIONS_PER_BROWSER`` open already: refused 429; a browser that is unknown, stopped or gone:
+    accepted, then closed 1011. File paths in client calls are confined to the browser's ``uploads/`` and
+    ``downloads/`` (spec §24.6, :mod:`openbrowse.api.cdp_filter`). A client that offered the ``openbrowse``
+    subprotocol gets it echoed."""
     try:
         require_cdp_access(auth, settings, websocket, browser_id)
     except (AuthFailed, AuthThrottled) as exc:
         await deny_websocket(websocket, auth_refusal(exc))
         return
+    board, cap = board_of(websocket), settings.CDP_MAX_CONNECTIONS_PER_BROWSER
+    if not board.admit("cdp", browser_id, cap):
+        detail = too_many("This browser", cap, "CDP_MAX_CONNECTIONS_PER_BROWSER")
+        await deny_websocket(websocket, JSONResponse({"detail": detail}, status_code=429))
+        return
+    try:
+        await _bridge_cdp(websocket, browser_id, browsers, settings)
+    finally:
+        board.leave("cdp", browser_id)
+
+
+async def _bridge_cdp(websocket: WebSocket, browser_id: str, browsers: BrowserService, settings: Settings) -> None:
     await websocket.accept(subprotocol=offered_subprotocol(websocket, CDP_SUBPROTOCOL))
     try:
         endpoint = await browsers.cdp_endpoint(browser_id)
@@ -286,17 +298,22 @@ async def cdp_socket(
         await close_quietly(websocket, CLOSE_UNAVAILABLE, exc.message)
         return
     folders = endpoint.folders
+    board = board_of(websocket)
+    flow = board.flow("cdp")
     browsers.cdp_connected(browser_id)
     try:
         connection = bridge(
             websocket,
             endpoint.ws_url,
-            max_message=CDP_MAX_MESSAGE,
+            max_message=settings.CDP_MAX_FRAME_FROM_CLIENT_MB * MIB,
+            max_upstream_message=settings.CDP_MAX_FRAME_FROM_BROWSER_MB * MIB,
+            flow=flow,
             screen=lambda message: screen_client_message(message, folders),
             greeting=download_behavior_message(GREETING_ID, folders),
         )
         await bridge_until(connection, browsers.ended_signal(browser_id))
     finally:
+        board.closed(flow)
         browsers.cdp_disconnected(browser_id)
 
 

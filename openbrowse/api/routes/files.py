@@ -30,6 +30,7 @@ from openbrowse.api.deps import ApiKey, authenticator_of
 from openbrowse.api.file_schemas import FileListView, FileView, file_view
 from openbrowse.api.file_urls import FILE_AREAS, FileArea, FileUrlSigner, OwnerKind
 from openbrowse.api.openapi_docs import GUARDED, error_responses
+from openbrowse.domain.ascii_numbers import is_ascii_digits
 from openbrowse.domain.file_listing import DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT
 from openbrowse.sessions.area_files import OpenedFile
 from openbrowse.sessions.file_area import MAX_UPLOAD_BYTES, FileAreas, UploadTooLarge
@@ -152,7 +153,7 @@ async def _body_chunks(request: Request) -> AsyncIterator[bytes]:
 def _upload(kind: OwnerKind) -> Callable[..., Awaitable[FileView]]:
     async def upload_file(request: Request, owner_id: str, name: str) -> FileView:
         declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > MAX_UPLOAD_BYTES:
+        if declared is not None and is_ascii_digits(declared) and int(declared) > MAX_UPLOAD_BYTES:
             raise HTTPException(413, UPLOAD_TOO_LARGE)
         try:
             entry = await _areas(request).store_upload(kind, owner_id, name, _body_chunks(request))

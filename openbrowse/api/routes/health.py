@@ -16,6 +16,7 @@ router = APIRouter(tags=["health"])
 
 _CPU_BUSY_PERCENT = 90.0
 _MEMORY_BUSY_PERCENT = 90.0
+SANDBOX_NOT_PROBED = "The sandbox has not been probed yet: whether slots will be sandboxed is not known."
 
 
 @router.get("/favicon.ico", include_in_schema=False)
@@ -64,15 +65,25 @@ async def health_details(request: Request, manager: ManagerDep, settings: Settin
 
 
 def _sandbox(request: Request, settings: SettingsDep) -> SandboxView:
-    problem: str | None = getattr(request.app.state, "sandbox_problem", None)
+    if not hasattr(request.app.state, "sandbox_problem"):
+        return sandbox_view(None, probed=False, allow_unsandboxed=settings.ALLOW_UNSANDBOXED)
+    problem: str | None = request.app.state.sandbox_problem
+    return sandbox_view(problem, probed=True, allow_unsandboxed=settings.ALLOW_UNSANDBOXED)
+
+
+def sandbox_view(problem: str | None, *, probed: bool, allow_unsandboxed: bool) -> SandboxView:
+    """What ``/health/details`` says about the sandbox: enabled only once the probe has answered that it works;
+    before that ``unknown`` (never a reassuring guess), after a failed probe the reason and what follows from it."""
+    if not probed:
+        return SandboxView(enabled=False, state="unknown", warning=SANDBOX_NOT_PROBED)
     if problem is None:
-        return SandboxView(enabled=True)
+        return SandboxView(enabled=True, state="enabled")
     warning = (
         "Slots run WITHOUT the sandbox (ALLOW_UNSANDBOXED=1): a hostile page or script can reach this host."
-        if settings.ALLOW_UNSANDBOXED
+        if allow_unsandboxed
         else "Sessions refuse to start until the sandbox is available or ALLOW_UNSANDBOXED=1 is set."
     )
-    return SandboxView(enabled=False, problem=problem, warning=warning)
+    return SandboxView(enabled=False, state="unavailable", problem=problem, warning=warning)
 
 
 async def _slot_memory(request: Request) -> dict[str, object]:

@@ -43,6 +43,7 @@ from starlette.exceptions import HTTPException
 
 from openbrowse.api.auth import AuthFailed, AuthThrottled, CrossSiteCredentials
 from openbrowse.api.body import parse_body
+from openbrowse.api.bridge_limits import BridgeBoard, board_of, too_many
 from openbrowse.api.deps import AuthenticatorDep, LiveTargetsDep, LoopbackHttpDep, SettingsDep, TakeoversDep
 from openbrowse.api.errors import auth_refusal
 from openbrowse.api.live_page import (
@@ -78,6 +79,9 @@ logger = logging.getLogger(__name__)
 TOKEN_PREFIX = "_t/"
 VNC_MAX_MESSAGE = 1 << 20
 """Largest message a viewer may send: noVNC sends key, pointer and clipboard events, all small."""
+VNC_MAX_UPSTREAM_MESSAGE = 16 << 20
+"""Largest message websockify may send a viewer: it frames what it reads from x11vnc in reads of at most 64 KiB;
+anything near this is not a framebuffer update."""
 REFRESH_SECONDS = 5
 _PASSED_HEADERS = ("content-type", "last-modified", "etag")
 _VNC_ERRORS = (OpenBrowseError, RuntimeError, OSError)
@@ -186,11 +190,17 @@ def _input_gate(
 
 @router.websocket("/{target_id}/websockify")
 async def websockify(
-    websocket: WebSocket, target_id: str, targets: LiveTargetsDep, auth: AuthenticatorDep, takeovers: TakeoversDep
+    websocket: WebSocket,
+    target_id: str,
+    targets: LiveTargetsDep,
+    auth: AuthenticatorDep,
+    takeovers: TakeoversDep,
+    settings: SettingsDep,
 ) -> None:
     """VNC bytes, bridged to the slot's websockify; input only from a connection that may control (see the module
-    docstring). Bad credentials: the handshake is refused (401/429); nothing to show: accepted, then closed 1011;
-    a client stream the bridge cannot follow: closed 1008."""
+    docstring). Bad credentials: the handshake is refused (401/429); with ``LIVE_VIEW_MAX_CONNECTIONS`` open
+    already: refused 429; nothing to show: accepted, then closed 1011; a client stream the bridge cannot follow:
+    closed 1008."""
     try:
         auth.require_viewer(websocket, target_id)
     except (AuthFailed, AuthThrottled) as exc:
@@ -199,6 +209,25 @@ async def websockify(
     except CrossSiteCredentials as exc:
         await deny_websocket(websocket, JSONResponse({"detail": exc.detail}, status_code=exc.status_code))
         return
+    board, cap = board_of(websocket), settings.LIVE_VIEW_MAX_CONNECTIONS
+    if not board.admit("vnc", target_id, cap):
+        detail = too_many("This live view", cap, "LIVE_VIEW_MAX_CONNECTIONS")
+        await deny_websocket(websocket, JSONResponse({"detail": detail}, status_code=429))
+        return
+    try:
+        await _view_stream(websocket, target_id, targets, auth, takeovers, board)
+    finally:
+        board.leave("vnc", target_id)
+
+
+async def _view_stream(
+    websocket: WebSocket,
+    target_id: str,
+    targets: LiveTargetsDep,
+    auth: AuthenticatorDep,
+    takeovers: TakeoversDep,
+    board: BridgeBoard,
+) -> None:
     await websocket.accept(subprotocol=offered_subprotocol(websocket, "binary"))
     presented = websocket.query_params.get(TAKEOVER_PARAM)
     takeover = presented if takeovers.allows(target_id, presented) else None  # judged at connect time, and again
@@ -216,6 +245,7 @@ async def websockify(
         logger.warning("Live view could not be started: %s", exc)
         await close_quietly(websocket, CLOSE_UNAVAILABLE, "The live view could not be started")
         return
+    flow = board.flow("vnc")
     try:
         # carries the slot's websockify secret
         stream = RfbClientStream(may_input, on_input=lambda: takeovers.note_input(target_id))
@@ -223,11 +253,14 @@ async def websockify(
             websocket,
             slot.novnc_ws_url,
             max_message=VNC_MAX_MESSAGE,
+            max_upstream_message=VNC_MAX_UPSTREAM_MESSAGE,
+            flow=flow,
             subprotocol="binary",
             screen=vnc_screen(stream),
         )
         await bridge_until(connection, target.ended)
     finally:
+        board.closed(flow)
         slot.remove_viewer(ticket)  # the last viewer out stops the VNC side after a grace period
 
 

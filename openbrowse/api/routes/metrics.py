@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from openbrowse.api.bridge_limits import board_of
 from openbrowse.api.deps import ApiKey
 from openbrowse.api.openapi_docs import error_responses
 from openbrowse.sessions.metrics import ServiceMetrics
@@ -23,6 +24,6 @@ router = APIRouter(tags=["health"])
 )
 async def metrics(request: Request) -> Response:
     """Sessions by status, slots, queue, run and step durations, LLM tokens and cost by model, failures by
-    ``failureKind``, end reasons, webhook deliveries, process memory."""
+    ``failureKind``, end reasons, webhook deliveries, process memory, and what the WebSocket bridges hold."""
     service: ServiceMetrics = request.app.state.metrics
-    return Response(await service.render(), media_type=CONTENT_TYPE_LATEST)
+    return Response(await service.render() + board_of(request).exposition(), media_type=CONTENT_TYPE_LATEST)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from openbrowse.slots.sandbox import sandbox_problem
+from tests.support.sandbox_gate import needs_sandbox
 
 from .conftest import child, needs_display
 
@@ -21,7 +21,7 @@ pytestmark = [
     pytest.mark.display,
     needs_display,
     pytest.mark.skipif(shutil.which("ip") is None or shutil.which("unshare") is None, reason="needs ip and unshare"),
-    pytest.mark.skipif(sandbox_problem() is not None, reason=f"no sandbox here: {sandbox_problem()}"),
+    needs_sandbox(),
 ]
 
 REPO = Path(__file__).resolve().parents[3]

@@ -16,15 +16,15 @@ from playwright.async_api import async_playwright
 from openbrowse.config import Settings
 from openbrowse.errors import ResourceLimitExceeded
 from openbrowse.slots.process import ManagedProcess
-from openbrowse.slots.sandbox import sandbox_problem
 from openbrowse.slots.slot import Slot
+from tests.support.sandbox_gate import needs_sandbox
 
 from .conftest import needs_display
 
 pytestmark = [
     pytest.mark.display,
     needs_display,
-    pytest.mark.skipif(sandbox_problem() is not None, reason=f"no sandbox here: {sandbox_problem()}"),
+    needs_sandbox(),
 ]
 
 SECRET = "sk-ant-sandbox-canary-7f3e91"

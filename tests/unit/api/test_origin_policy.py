@@ -11,7 +11,8 @@ from openbrowse.config import Settings
 
 
 def policy(tmp_path: Path, **settings: str) -> OriginPolicy:
-    return OriginPolicy.from_settings(Settings(OPENBROWSE_HOME=tmp_path, **settings))  # type: ignore[arg-type]
+    """The policy of ``settings``; with a key, which the proxy settings require (``Settings._refuse_keyless_proxy``)."""
+    return OriginPolicy.from_settings(Settings(OPENBROWSE_HOME=tmp_path, **{"API_KEY": "k", **settings}))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

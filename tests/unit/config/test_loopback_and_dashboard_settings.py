@@ -62,3 +62,22 @@ def test_docs_are_on_by_default_only_on_loopback(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("HOST", "127.0.0.1")
     monkeypatch.setenv("DOCS_ENABLED", "0")
     assert not Settings.load().docs_enabled
+
+
+@pytest.mark.parametrize(
+    ("setting", "value"),
+    [
+        ("ALLOWED_HOSTS", "api.example"),
+        ("ALLOWED_HOSTS", "*"),
+        ("CORS_ORIGINS", "https://a.example"),
+        ("FORWARDED_ALLOW_IPS", "10.0.0.1"),
+    ],
+)
+def test_proxy_settings_need_a_key_or_the_explicit_escape_hatch(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, setting: str, value: str
+) -> None:
+    with pytest.raises(ConfigError, match="so API_KEY must be set"):
+        load(monkeypatch, tmp_path, **{setting: value})
+    assert load(monkeypatch, tmp_path, **{setting: value}, API_KEY="k" * 32).auth_enabled
+    monkeypatch.delenv("API_KEY")
+    assert not load(monkeypatch, tmp_path, **{setting: value}, ALLOW_INSECURE_NO_AUTH="1").auth_enabled

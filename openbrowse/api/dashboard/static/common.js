@@ -24,8 +24,11 @@ export function signInAgain() {
 }
 
 // Same-origin call to the API; the browser adds the login cookie (or the Basic credentials) it signed in with.
+// A call that changes something carries the login's CSRF token, which the server put into this page.
 export async function api(path, { method = "GET", body } = {}) {
   const init = { method, credentials: "same-origin", headers: { Accept: "application/json" } };
+  const csrf = document.body.dataset.csrf;
+  if (csrf && !["GET", "HEAD", "OPTIONS"].includes(method)) init.headers["X-CSRF-Token"] = csrf;
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);

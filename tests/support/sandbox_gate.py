@@ -1,0 +1,24 @@
+"""The mark of suites that test the sandbox itself: skipped on a developer's machine without one, **failed** on
+the CI machine (``CI`` set), where a missing sandbox would otherwise pass the security suites by skipping them."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from openbrowse.slots.sandbox import sandbox_problem
+
+__all__ = ["CI_SANDBOX_MISSING", "needs_sandbox"]
+
+CI_SANDBOX_MISSING = "The sandbox is missing on the CI machine, where its suites must run"
+
+
+def needs_sandbox() -> pytest.MarkDecorator:
+    """``pytestmark`` entry: nothing when the sandbox works; else a skip, or on CI a failure naming the reason."""
+    problem = sandbox_problem()
+    if problem is None:
+        return pytest.mark.skipif(False, reason="the sandbox works here")
+    if os.environ.get("CI"):
+        return pytest.mark.usefixtures("_fail_without_sandbox")
+    return pytest.mark.skip(reason=f"no sandbox here: {problem}")
