@@ -59,7 +59,8 @@ class ControlCall:
         value = self.arg(name)
         if value is None or value == "":
             return default
-        if isinstance(value, bool):
+        if isinstance(value, bool) or (isinstance(value, str) and not value.isascii()):
+            # float() reads other scripts' digits ("٣" is 3.0): a number in a URL is written with 0-9 only
             raise act_invalid(f"{name} must be a number")
         try:
             return float(value)
