@@ -9,8 +9,9 @@ uid before ``exec``::
     [sh -c 'join the slot cgroup'] nsenter -t <holder> --mount --pid --net --ipc --uts --
         setpriv --reuid U --regid U --clear-groups --no-new-privs --inh-caps=-all --bounding-set=-all -- <argv>
 
-bubblewrap (Debian's ``bubblewrap``) builds the mount namespace: a fresh root holding ``/usr`` and ``/etc`` read-only
-(with its own ``/etc/passwd`` naming the slot user), the interpreter and virtualenv the script host needs
+bubblewrap (Debian's ``bubblewrap``) builds the mount namespace: a fresh root holding ``/usr`` and the few entries
+of ``/etc`` the slot's programs read (:data:`ETC_ENTRIES`), read-only (with its own ``/etc/passwd`` naming the slot
+user), the interpreter and virtualenv the script host needs
 (read-only), the server's shared font cache at ``/var/cache/fontconfig`` (read-only, :mod:`.font_cache`), a new
 ``/proc`` for the new pid namespace, a minimal ``/dev``, private tmpfs ``/tmp`` and ``/dev/shm``,
 and, writable, only the slot's own directory and its short socket directory, each at the same path as on the host
@@ -44,14 +45,40 @@ from openbrowse.errors import OpenBrowseError, ProcessStartError
 from openbrowse.slots.cgroups import SlotCgroup
 from openbrowse.slots.process import ManagedProcess, ProcessHook
 
-__all__ = ["UNSHARE", "SandboxUnavailable", "SlotSandbox", "give_to", "sandbox_problem", "sandbox_tool", "system_binds"]
+__all__ = [
+    "ETC_ENTRIES",
+    "UNSHARE",
+    "SandboxUnavailable",
+    "SlotSandbox",
+    "etc_binds",
+    "give_to",
+    "sandbox_problem",
+    "sandbox_tool",
+    "system_binds",
+]
 
 logger = logging.getLogger(__name__)
 
 HOLDER_READY_TIMEOUT = 10.0
 HOLDER_EXIT_TIMEOUT = 5.0
 PROBE_TIMEOUT = 10.0
-SYSTEM_DIRS = ("/usr", "/etc")
+SYSTEM_DIRS = ("/usr",)
+ETC_ENTRIES = (
+    "ld.so.cache", "ld.so.conf", "ld.so.conf.d",  # the dynamic linker
+    "alternatives",  # /usr/bin entries (x-www-browser, awk, which, ...) are links through it
+    "fonts",  # fontconfig (Chromium, Xvfb's clients); the cache is bound from the server, see font_cache
+    "ssl/certs", "ssl/openssl.cnf", "ca-certificates", "ca-certificates.conf", "pki/tls/certs",  # TLS roots
+    "localtime", "timezone",  # the time zone pages and scripts see
+    "nsswitch.conf", "host.conf", "gai.conf", "protocols", "services",  # name lookups (through the proxy)
+    "locale.alias", "mime.types", "os-release",
+    "chromium", "chromium.d",  # Chromium's policies and the Debian wrapper's defaults
+    "X11", "gtk-3.0", "glvnd",  # Xvfb, x11vnc and the browser's toolkit
+    f"python3.{sys.version_info.minor}", "python3",  # Debian's Python (websockify; a Debian-built script host)
+)  # fmt: skip
+"""What of the host's ``/etc`` a sandbox sees (read-only): what Chromium, Xvfb, x11vnc, websockify, fontconfig,
+ffmpeg and the script host's Python read there, nothing else. ``passwd``, ``group`` and ``hosts`` are made for the
+slot (:meth:`SlotSandbox._write_identity`); ``shadow``, ``ssh/``, ``ssl/private/``, ``hostname``, ``environment``,
+the package manager's and the services' configuration (with whatever secrets a host keeps there) are absent."""
 TOP_LEVEL_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ENTER = ("--mount", "--pid", "--net", "--ipc", "--uts")
 """The namespaces ``nsenter`` joins; bubblewrap makes them with :data:`UNSHARE` (mount namespaces always)."""
@@ -99,16 +126,38 @@ def sandbox_problem() -> str | None:
 
 
 def system_binds() -> list[str]:
-    """bubblewrap arguments for the read-only system: ``/usr``, ``/etc``, the merged-/usr links, the Python."""
+    """bubblewrap arguments for the read-only system: ``/usr``, the entries of ``/etc`` in :data:`ETC_ENTRIES`
+    that exist (links as links), the merged-/usr links."""
     args: list[str] = []
     for directory in SYSTEM_DIRS:
         args += ["--ro-bind", directory, directory]
+    args += etc_binds()
     for link in TOP_LEVEL_LINKS:
         path = Path(link)
         if path.is_symlink():
             args += ["--symlink", os.readlink(path), link]
         elif path.is_dir():
             args += ["--ro-bind", link, link]
+    return args
+
+
+def etc_binds(etc: Path = Path("/etc")) -> list[str]:
+    """bubblewrap arguments for a fresh ``/etc`` (mode 0755) holding only :data:`ETC_ENTRIES` (blocking, tiny)."""
+    args = ["--perms", "0755", "--dir", "/etc"]
+    made = {Path("/etc")}
+    for entry in ETC_ENTRIES:
+        source = etc / entry
+        if not source.is_symlink() and not source.exists():
+            continue
+        target = Path("/etc") / entry
+        for parent in reversed(target.parents):
+            if parent.is_relative_to("/etc") and parent not in made:  # bubblewrap would make it 0700
+                made.add(parent)
+                args += ["--perms", "0755", "--dir", str(parent)]
+        if source.is_symlink():
+            args += ["--symlink", os.readlink(source), str(target)]
+        else:
+            args += ["--ro-bind", str(source), str(target)]
     return args
 
 
@@ -195,18 +244,20 @@ class SlotSandbox:
         return self.holder is not None and self.holder.running and self.holder_pid is not None
 
     # -- set-up ---------------------------------------------------------------------------------------------
-    def _write_identity(self) -> tuple[Path, Path]:
+    def _write_identity(self) -> tuple[Path, Path, Path]:
         passwd = self.socket_dir / "passwd"
         group = self.socket_dir / "group"
+        hosts = self.socket_dir / "hosts"
         passwd.write_text(
             "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n"
             f"slot:x:{self.uid}:{self.uid}:OpenBrowse slot:{self.home}:/usr/sbin/nologin\n"
             "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
         )
         group.write_text(f"root:x:0:\nslot:x:{self.uid}:\nnogroup:x:65534:\n")
-        for path in (passwd, group):
+        hosts.write_text(f"127.0.0.1\tlocalhost {self.name}\n::1\tlocalhost ip6-localhost ip6-loopback\n")
+        for path in (passwd, group, hosts):
             path.chmod(0o644)
-        return passwd, group
+        return passwd, group, hosts
 
     def _mask_args(self, mounted: Sequence[Path]) -> list[str]:
         args: list[str] = []
@@ -218,12 +269,13 @@ class SlotSandbox:
         return args
 
     def holder_argv(self, info_fd: int, ready_fd: int) -> list[str]:
-        passwd, group = self._write_identity()
+        passwd, group, hosts = self._write_identity()
         python = sorted({*_python_paths(), *self.readonly})
         mounted = [Path(d) for d in SYSTEM_DIRS] + python
         args = [sandbox_tool("bwrap") or "bwrap", *UNSHARE, "--die-with-parent", "--hostname", self.name]
         args += system_binds()
         args += ["--ro-bind", str(passwd), "/etc/passwd", "--ro-bind", str(group), "/etc/group"]
+        args += ["--ro-bind", str(hosts), "/etc/hosts"]
         args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm"]
         args += ["--perms", "1777", "--tmpfs", "/tmp"]
         if self.font_cache is not None:  # bubblewrap makes missing parents 0700: the slot's uid must get through

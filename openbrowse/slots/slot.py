@@ -230,7 +230,12 @@ class Slot:
         self.check_not_blocked()
         self._state = SlotState.STARTING
         self._died = loop.create_future()
-        await self._traces.prepare((self.downloads_dir, self.uploads_dir))
+        sandboxed = self.confinement.sandboxed
+        await self._traces.prepare(
+            (self.downloads_dir, self.uploads_dir),
+            disk_mb=self.settings.SLOT_DISK_MB if sandboxed else None,
+            owner_uid=self.confinement.uid if sandboxed else None,
+        )
         await self.confinement.start(self._on_spawn, self._on_exit, self._on_limit, browser_dir=binary.path.parent)
         children = self._children = SlotChildren.build(
             self.settings,

@@ -31,6 +31,7 @@ from openbrowse.slots.layout import SlotLayout
 from openbrowse.slots.ledger import TAG_ENV
 from openbrowse.slots.process import ManagedProcess, ProcessHook
 from openbrowse.slots.script_host import ScriptHost, host_environment
+from openbrowse.slots.slot_disk import disk_cache_flags
 from openbrowse.slots.vnc_access import vnc_socket_dir
 
 if TYPE_CHECKING:
@@ -112,7 +113,7 @@ class SlotChildren:
             on_exit=on_exit,
             wrap=confined.wrap if confined is not None else None,
             owner_uid=confined.uid if confined is not None else None,
-            extra_args=[*confinement.browser_flags(), *browser_args],
+            extra_args=[*confinement.browser_flags(), *disk_cache_flags(settings.SLOT_DISK_MB), *browser_args],
         )
         return cls(display, browser, index=layout.index, confinement=confinement, tag=tag, temp_dir=temp_dir)
 

@@ -12,26 +12,26 @@ from pathlib import Path
 
 from openbrowse.shielding import run_shielded
 from openbrowse.slots.ledger import TAG_ENV, instance_id
+from openbrowse.slots.slot_disk import release_stale_mounts
 
 __all__ = [
     "INHERITED_ENV",
     "SCRATCH_ROOT",
     "DirectoryJanitor",
     "child_environment",
+    "release_slot_mounts",
     "remove_scratch_dirs",
     "scratch_dir",
 ]
 
 logger = logging.getLogger(__name__)
 
-# What children inherit from the service's environment. API keys and other secrets stay out of Chromium's.
-INHERITED_ENV = frozenset(
-    {
-        "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "XDG_RUNTIME_DIR",
-        "FONTCONFIG_FILE", "FONTCONFIG_PATH",
-        "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
-    }
-)  # fmt: skip
+# The only variables of the service's environment a slot's children see (spec §24.3): where programs are, the
+# language and the time zone. Everything else is built for the child (HOME, TMPDIR, DISPLAY, XDG dirs); in
+# particular no proxy variable (HTTP(S)_PROXY may carry credentials, and Chromium's one way out is the egress
+# enforcer, given as --proxy-server), no key, no token.
+INHERITED_ENV = frozenset({"PATH", "LANG", "LANGUAGE", "TZ"})
+FALLBACK_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 SCRATCH_ROOT = Path("/tmp")
 
@@ -43,16 +43,28 @@ def scratch_dir(run_dir: Path, index: int) -> Path:
     return SCRATCH_ROOT / f"openbrowse-{instance_id(run_dir)}-{index}"
 
 
+def release_slot_mounts(run_dir: Path) -> list[Path]:
+    """Detach the slot filesystems (:mod:`.slot_disk`) a previous process of this instance left (blocking)."""
+    pattern = scratch_dir(run_dir, 0).name.rsplit("-", 1)[0] + "-*"
+    return release_stale_mounts(run_dir / "slots", str(SCRATCH_ROOT / pattern))
+
+
 def remove_scratch_dirs(run_dir: Path) -> None:
-    """Chromium temp dirs a previous process of this instance left under /tmp (blocking)."""
+    """Chromium temp dirs a previous process of this instance left under /tmp, and the slot filesystems still
+    mounted (blocking)."""
+    release_slot_mounts(run_dir)
     pattern = scratch_dir(run_dir, 0).name.rsplit("-", 1)[0] + "-*"
     for leftover in SCRATCH_ROOT.glob(pattern):
         shutil.rmtree(leftover, ignore_errors=True)
 
 
 def child_environment(tag: str) -> dict[str, str]:
-    """The environment of a slot's children: a small allow-list of the service's own, plus the slot tag."""
+    """The environment of a slot's children, built from scratch: ``PATH``, the locale and time zone of the
+    service (:data:`INHERITED_ENV`, ``LC_*``), ``HOME`` (the sandbox replaces it with the slot's own), and the slot
+    tag. Nothing else of the server's environment reaches a slot."""
     env = {key: value for key, value in os.environ.items() if key in INHERITED_ENV or key.startswith("LC_")}
+    env.setdefault("PATH", FALLBACK_PATH)
+    env["HOME"] = os.path.expanduser("~")  # unsandboxed children run as the server's user (not a secret)
     env[TAG_ENV] = tag
     return env
 

@@ -139,12 +139,12 @@ def test_finished_downloads_move_and_links_stay(files_dir: Path, folders: Browse
     (files_dir / "downloads").mkdir()
     (files_dir / "downloads" / "a.pdf").write_bytes(b"older")
     moved = move_files(folders.downloads, files_dir / "downloads")
-    assert moved == [files_dir / "downloads" / "a (1).pdf"]
+    assert moved.landed == [files_dir / "downloads" / "a (1).pdf"]
     assert (files_dir / "downloads" / "a (1).pdf").read_bytes() == b"A"
     assert (files_dir / "downloads" / "a.pdf").read_bytes() == b"older"
     assert sorted(p.name for p in folders.downloads.iterdir()) == ["b.crdownload", "evil.txt", "sub"]
     assert not (files_dir / "downloads" / "evil.txt").exists()
-    assert move_files(folders.downloads / "missing", files_dir / "downloads") == []
+    assert move_files(folders.downloads / "missing", files_dir / "downloads").landed == []
 
 
 # -- browser-use's own file actions ---------------------------------------------------------------------------
