@@ -36,6 +36,7 @@ pytestmark = [
 DISK_MB = 48
 PROXY_SECRET = "proxy-pass-5c1b7e"
 KEY_SECRET = "sk-fake-disk-canary-90d2"
+DUMP_ENV = "import os\nprint(dict(os.environ))"
 
 
 def _fill(folder: Path) -> str:
@@ -64,7 +65,7 @@ async def test_a_sparse_file_and_a_fill_stop_at_the_slots_disk_cap(
 ) -> None:
     async with Slot(small_disk, base_index) as slot:
         folder = slot.downloads_dir if where == "downloads" else slot.temp_dir
-        code, output = await _run_inside(slot, ["/bin/sh", "-c", _fill(folder)])
+        _code, output = await _run_inside(slot, ["/bin/sh", "-c", _fill(folder)])
         assert "sparse-ok" in output  # a sparse file costs nothing, and is allowed
         assert "No space left on device" in output, output
         assert "dd-exit=1" in output
@@ -107,7 +108,7 @@ def proxy_env() -> Iterator[None]:
     names = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "ALL_PROXY", "OPENAI_API_KEY", "SOME_SERVICE_TOKEN")
     saved = {name: os.environ.get(name) for name in names}
     proxy = f"http://user:{PROXY_SECRET}@proxy.invalid:3128"
-    os.environ.update({name: proxy for name in names[:4]})
+    os.environ.update(dict.fromkeys(names[:4], proxy))
     os.environ.update({"OPENAI_API_KEY": KEY_SECRET, "SOME_SERVICE_TOKEN": KEY_SECRET})
     yield
     for name, value in saved.items():
@@ -135,7 +136,7 @@ async def test_no_proxy_or_secret_variable_reaches_any_slot_process(
         host = slot.script_host
         assert host is not None
         outcome = await host.run(
-            ScriptRun(owner="s", source="import os\nprint(dict(os.environ))", filename="env.py", target_id=None, limit=30),
+            ScriptRun(owner="s", source=DUMP_ENV, filename="env.py", target_id=None, limit=30),
             _refuse,
         )
         assert PROXY_SECRET not in outcome.stdout and KEY_SECRET not in outcome.stdout
