@@ -177,3 +177,27 @@ async def test_no_proxy_or_secret_variable_reaches_any_slot_process(
         finally:
             if recorder is not None:
                 await recorder.stop()
+
+
+@pytest.mark.skipif(find_ffmpeg("ffmpeg") is None, reason="no ffmpeg here")
+async def test_a_recording_stops_at_the_room_its_owner_has_left(settings: Settings, base_index: int) -> None:
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    output = settings.data_dir / "capped.mp4.part"
+    async with Slot(settings, base_index) as slot:
+        recorder = ScreenRecorder(
+            "recorder-capped",
+            ffmpeg=str(find_ffmpeg("ffmpeg")),
+            display=slot.display,
+            fps=5,
+            output=output,
+            wrap=slot.confinement.command,
+            env=slot.confinement.environment(child_environment(slot.tag)),
+            max_bytes=4096,
+        )
+        recorder.start()
+        try:
+            assert recorder.process is not None
+            await asyncio.wait_for(recorder.process.died, 60)  # the kernel ended it at the limit
+        finally:
+            await recorder.stop()
+    assert 0 < output.stat().st_size <= 4096
