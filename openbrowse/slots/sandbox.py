@@ -216,6 +216,7 @@ class SlotSandbox:
         hidden: Sequence[Path] = (),
         readonly: Sequence[Path] = (),
         font_cache: Path | None = None,
+        tmp_size_mb: int | None = None,
         env: Mapping[str, str] | None = None,
         on_spawn: ProcessHook | None = None,
         on_exit: ProcessHook | None = None,
@@ -223,7 +224,8 @@ class SlotSandbox:
         """``writable`` directories (and ``socket_dir``) are bound read-write at their own paths; ``hidden`` paths
         (the data directory, ``.env``) are masked if a read-only mount would otherwise show them; ``readonly``
         directories (a browser outside ``/usr``) are bound read-only; ``font_cache`` (see :mod:`.font_cache`) is bound
-        read-only as the system's fontconfig cache."""
+        read-only as the system's fontconfig cache. ``tmp_size_mb`` caps the private ``/tmp`` and ``/dev/shm`` (memory,
+        charged to the slot's cgroup like the slot's own filesystem, see :mod:`.slot_disk`)."""
         self.name = name
         self.uid = uid
         self.writable = [Path(p) for p in writable]
@@ -233,6 +235,7 @@ class SlotSandbox:
         self.hidden = [Path(p) for p in hidden]
         self.readonly = [Path(p).resolve() for p in readonly]
         self.font_cache = font_cache
+        self.tmp_size_mb = tmp_size_mb
         self._env = dict(env or {})
         self._on_spawn = on_spawn
         self._on_exit = on_exit
@@ -276,8 +279,9 @@ class SlotSandbox:
         args += system_binds()
         args += ["--ro-bind", str(passwd), "/etc/passwd", "--ro-bind", str(group), "/etc/group"]
         args += ["--ro-bind", str(hosts), "/etc/hosts"]
-        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm"]
-        args += ["--perms", "1777", "--tmpfs", "/tmp"]
+        size = ["--size", str(self.tmp_size_mb * 1024 * 1024)] if self.tmp_size_mb is not None else []
+        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", *size, "--tmpfs", "/dev/shm"]
+        args += ["--perms", "1777", *size, "--tmpfs", "/tmp"]
         if self.font_cache is not None:  # bubblewrap makes missing parents 0700: the slot's uid must get through
             args += _dirs_for([Path(SANDBOX_FONT_CACHE)], [Path(d) for d in SYSTEM_DIRS])
             args += ["--ro-bind", str(self.font_cache), SANDBOX_FONT_CACHE]
@@ -359,8 +363,9 @@ class SlotSandbox:
         return [*drop, "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--"]
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:
-        """The environment of a process inside: ``base`` with the slot user's home and a private TMPDIR."""
-        return {**base, "HOME": str(self.home), "USER": "slot", "LOGNAME": "slot", "TMPDIR": "/tmp"}
+        """The environment of a process inside: ``base`` with the slot user's home, and the sandbox's private
+        ``/tmp`` as TMPDIR unless ``base`` names one (Chromium's is the slot's scratch dir, inside its disk cap)."""
+        return {"TMPDIR": "/tmp", **base, "HOME": str(self.home), "USER": "slot", "LOGNAME": "slot"}
 
     # -- teardown -------------------------------------------------------------------------------------------
     async def aclose(self) -> None:

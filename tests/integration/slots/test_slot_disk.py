@@ -83,6 +83,14 @@ async def test_a_sparse_file_and_a_fill_stop_at_the_slots_disk_cap(
     assert not slot.temp_dir.exists()
 
 
+async def test_the_sandboxs_private_tmp_is_capped_too(small_disk: Settings, base_index: int) -> None:
+    async with Slot(small_disk, base_index) as slot:
+        for folder in ("/tmp", "/dev/shm"):
+            script = f"dd if=/dev/zero of={folder}/fill.bin bs=1M count=96 2>&1; echo dd-exit=$?"
+            _code, output = await _run_inside(slot, ["/bin/sh", "-c", script])
+            assert "No space left on device" in output, output
+
+
 async def test_only_what_the_browser_needs_from_etc_is_in_the_sandbox(settings: Settings, base_index: int) -> None:
     async with Slot(settings, base_index) as slot:
         probe = (
