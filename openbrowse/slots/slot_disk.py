@@ -46,6 +46,7 @@ __all__ = [
     "disk_usage",
     "mount_area",
     "release_stale_mounts",
+    "report_disk_cap",
     "unmount_area",
 ]
 
@@ -94,6 +95,19 @@ def disk_cap_problem() -> str | None:
     if os.geteuid() != 0:
         return "the server does not run as root, which mounting a slot's size-limited filesystem needs"
     return None
+
+
+def report_disk_cap(sandbox_problem: str | None) -> list[str]:
+    """Say at start-up (logged, and returned for ``/health/details``) when slots get no size-limited filesystem."""
+    problem = sandbox_problem or disk_cap_problem()
+    if problem is None:
+        return []
+    warning = (
+        f"Slot disk caps are counted, not enforced, because {problem}: a slot's directory is walked every few "
+        "seconds against SLOT_DISK_MB, so a burst of writes can go past it before the session ends"
+    )
+    logger.warning("%s", warning)
+    return [warning]
 
 
 def mount_area(directory: Path, scratch: Path, size_mb: int, owner_uid: int | None) -> None:
