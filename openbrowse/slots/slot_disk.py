@@ -23,9 +23,10 @@ sockets there) as a bind mount of that tmpfs' ``.scratch/`` folder: one cap for 
 (``MNT_DETACH``: nothing can keep them busy); at start-up the mounts a crashed process of this instance left are
 detached the same way (:func:`release_stale_mounts`).
 
-Without root (or where the kernel refuses the mount) the slot runs on plain directories and the limit watcher counts
-what it finds (:mod:`.limits`, apparent sizes so a sparse file counts in full); :func:`disk_cap_problem` says why, for
-the start-up log and ``/health/details``.
+Without the sandbox (no root, or ``ALLOW_UNSANDBOXED``) slots run on plain directories: nothing caps what they write,
+and :func:`report_disk_cap` says so in the start-up log and ``/health/details``; the copies into the owner's file area
+are still capped. Where a sandboxed slot's mount fails, the limit watcher counts what it finds instead (:mod:`.limits`,
+apparent sizes so a sparse file counts in full).
 """
 
 from __future__ import annotations
@@ -103,8 +104,8 @@ def report_disk_cap(sandbox_problem: str | None) -> list[str]:
     if problem is None:
         return []
     warning = (
-        f"Slot disk caps are counted, not enforced, because {problem}: a slot's directory is walked every few "
-        "seconds against SLOT_DISK_MB, so a burst of writes can go past it before the session ends"
+        f"Slots get no size-limited filesystem because {problem}: what a browser or script writes in its slot is "
+        "not capped by SLOT_DISK_MB (what is copied into a session's or browser's file area still is)"
     )
     logger.warning("%s", warning)
     return [warning]

@@ -7,7 +7,15 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import StartServer
-from tests.e2e.agent_support import agent_steps, create, messages, session_files, token, wait_until_status
+from tests.e2e.agent_support import (
+    agent_steps,
+    create,
+    messages,
+    session_files,
+    step_requests,
+    token,
+    wait_until_status,
+)
 from tests.fakes.llm_script import agent_step, done
 from tests.fakes.llm_server import FakeProvider
 from tests.support import loopback
@@ -74,7 +82,8 @@ def test_a_script_filling_its_slot_hits_the_disk_cap_and_nothing_bigger_is_copie
 
     feed = messages(server, session["id"])
     summaries = [m["summary"] for m in feed]
-    assert not any("FILLED" in text for text in summaries), summaries  # the fill never got past the cap
+    requests = step_requests(fake, marker)  # what the script printed reaches the model's next step, if any
+    assert not any("FILLED" in request.text for request in requests), requests[-1].text  # never past the cap
     assert finished["status"] == "error", "\n".join(summaries)
     assert finished["failureKind"] == "resource_limit"
     assert any(f"disk cap of {DISK_MB} MiB" in text for text in summaries), summaries

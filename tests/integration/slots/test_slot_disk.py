@@ -147,8 +147,6 @@ async def test_no_proxy_or_secret_variable_reaches_any_slot_process(
             ScriptRun(owner="s", source=DUMP_ENV, filename="env.py", target_id=None, limit=30),
             _refuse,
         )
-        assert PROXY_SECRET not in outcome.stdout and KEY_SECRET not in outcome.stdout
-        assert "HOME" in outcome.stdout
         recorder = None
         if (ffmpeg := find_ffmpeg(settings.RECORDING_FFMPEG)) is not None:
             settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -181,6 +179,8 @@ async def test_no_proxy_or_secret_variable_reaches_any_slot_process(
                 assert KEY_SECRET.encode() not in environ, psutil.Process(pid).cmdline()
                 assert b"HTTP_PROXY=" not in environ.upper()
             assert {"Xvfb", "chromium", "x11vnc", "websockify", "socat"} <= names
+            assert PROXY_SECRET not in outcome.stdout and KEY_SECRET not in outcome.stdout
+            assert "HOME" in outcome.stdout, outcome
             assert any(name.startswith("python") for name in names)  # the script host
         finally:
             if recorder is not None:
