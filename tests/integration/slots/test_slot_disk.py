@@ -19,10 +19,12 @@ from openbrowse.agent.files.quota import AreaQuota
 from openbrowse.config import Settings
 from openbrowse.domain.scripts import ScriptCallError, ScriptRun
 from openbrowse.errors import ResourceLimitExceeded
+from openbrowse.slots.pool import SlotPool
 from openbrowse.slots.process import ManagedProcess
 from openbrowse.slots.recorder import ScreenRecorder, find_ffmpeg
 from openbrowse.slots.sandbox import sandbox_problem
 from openbrowse.slots.slot import Slot
+from openbrowse.slots.slot_disk import mount_area, unmount_area
 from openbrowse.slots.slot_files import child_environment
 
 from .conftest import needs_display
@@ -209,3 +211,22 @@ async def test_a_recording_stops_at_the_room_its_owner_has_left(settings: Settin
         finally:
             await recorder.stop()
     assert 0 < output.stat().st_size <= 4096
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting needs root")
+async def test_a_pool_start_detaches_the_slot_filesystems_a_crashed_server_left(
+    settings: Settings, base_index: int
+) -> None:
+    left = Slot(settings, base_index)  # what a killed server leaves: both mounts, something written in them
+    left.directory.mkdir(parents=True)
+    left.temp_dir.mkdir()
+    mount_area(left.directory, left.temp_dir, 16, None)
+    try:
+        (left.directory / "downloads.bin").write_bytes(b"x" * 4096)
+        assert os.path.ismount(left.directory) and os.path.ismount(left.temp_dir)
+        async with SlotPool(settings, base_index=base_index):
+            assert not os.path.ismount(left.directory)
+            assert not os.path.ismount(left.temp_dir)
+            assert not left.temp_dir.exists()
+    finally:
+        unmount_area(left.directory, left.temp_dir)
