@@ -97,3 +97,18 @@ def test_a_script_filling_its_slot_hits_the_disk_cap_and_nothing_bigger_is_copie
         assert any("sparse.bin" in text and "was not kept" in text for text in summaries), summaries
     assert loopback.get(f"{server.base_url}/health", timeout=5).status_code == 200
     assert server.process is not None and server.process.poll() is None
+
+
+def test_uploads_stop_at_the_file_areas_cap(start_server: StartServer) -> None:
+    server = start_server(SLOT_DISK_MB=16)
+    session_id = loopback.post(f"{server.v3}/sessions", json={}, timeout=30).json()["id"]
+    ten_mib = b"u" * (10 << 20)
+    first = loopback.put(f"{server.v3}/sessions/{session_id}/uploads/a.bin", content=ten_mib, timeout=60)
+    assert first.status_code == 200, first.text
+    second = loopback.put(f"{server.v3}/sessions/{session_id}/uploads/b.bin", content=ten_mib, timeout=60)
+    assert second.status_code == 413, second.text
+    assert second.json()["detail"].startswith("The upload does not fit: the file area is capped at 16 MiB")
+    replaced = loopback.put(f"{server.v3}/sessions/{session_id}/uploads/a.bin", content=ten_mib + b"!", timeout=60)
+    assert replaced.status_code == 200, replaced.text  # the file it replaces does not count
+    uploads = session_files(server, session_id) / "uploads"
+    assert sorted(path.name for path in uploads.iterdir()) == ["a.bin"]
