@@ -128,17 +128,30 @@ def mount_area(directory: Path, scratch: Path, size_mb: int, owner_uid: int | No
         raise
 
 
-def unmount_area(directory: Path, scratch: Path) -> None:
-    """Detach the scratch bind and the slot's tmpfs (its memory is freed once nothing holds it) and remove the
-    scratch mount point (blocking)."""
-    _unmount(scratch)
-    _unmount(directory)
+def unmount_area(directory: Path, scratch: Path) -> int | None:
+    """Detach the scratch bind and the slot's tmpfs and remove the scratch mount point (blocking, well under 1 ms).
+
+    Return a descriptor that still holds the detached tmpfs (None if there was none to hold): its memory is freed
+    when the descriptor is closed, which takes about 0.5 ms per MiB stored, so the caller closes it in the
+    background and the slot's paths are free at once."""
+    try:
+        held: int | None = os.open(directory, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        held = None
+    try:
+        _unmount(scratch)
+        _unmount(directory)
+    except BaseException:
+        if held is not None:
+            os.close(held)
+        raise
     try:
         scratch.rmdir()
     except FileNotFoundError:
         pass
     except OSError as exc:
         logger.warning("Could not remove the scratch mount point %s: %s", scratch, exc)
+    return held
 
 
 def _mount_points() -> list[Path]:

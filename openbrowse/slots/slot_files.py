@@ -8,6 +8,7 @@ import asyncio
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from openbrowse.shielding import run_shielded
@@ -83,6 +84,21 @@ class DirectoryJanitor:
         self._serial = 0
         self._task: asyncio.Task[None] | None = None
 
+    def close_later(self, fd: int) -> None:
+        """Close ``fd`` in the background: the last hold on a detached slot filesystem, whose memory is freed then
+        (:func:`~.slot_disk.unmount_area`)."""
+        self._chain(lambda: os.close(fd))
+
+    def _chain(self, work: Callable[[], None]) -> None:
+        previous = self._task
+
+        async def run() -> None:
+            if previous is not None:
+                await previous
+            await asyncio.to_thread(work)
+
+        self._task = asyncio.get_running_loop().create_task(run(), name=f"{self._name}-janitor")
+
     def discard(self, directory: Path) -> None:
         if not directory.exists():
             return
@@ -93,14 +109,7 @@ class DirectoryJanitor:
         except OSError:
             logger.exception("%s: could not move %s aside; deleting it in place", self._name, directory)
             trash = directory
-        previous = self._task
-
-        async def delete() -> None:
-            if previous is not None:
-                await previous
-            await asyncio.to_thread(shutil.rmtree, trash, True)
-
-        self._task = asyncio.get_running_loop().create_task(delete(), name=f"{self._name}-janitor")
+        self._chain(lambda: shutil.rmtree(trash, True))
 
     async def aclose(self) -> None:
         """Wait until every directory handed over so far is deleted."""

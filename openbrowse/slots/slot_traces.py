@@ -86,7 +86,9 @@ class SlotTraces:
             await asyncio.to_thread(remove_orphan_segments, killed)
         if self.capped:
             self.capped = False
-            await asyncio.to_thread(unmount_area, self.directory, self.temp_dir)
+            held = await asyncio.to_thread(unmount_area, self.directory, self.temp_dir)
+            if held is not None:
+                self._janitor.close_later(held)
         await asyncio.to_thread(shutil.rmtree, self.temp_dir, True)
         self._janitor.discard(self.directory)
         if self._ledger is not None:
