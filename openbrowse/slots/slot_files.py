@@ -1,4 +1,4 @@
-"""What a slot's children inherit and where their files go: the allow-listed environment, Chromium's scratch
+"""What a slot's children inherit and where their files go: the environment built for them, Chromium's scratch
 dir under /tmp, and the janitor that deletes a used slot directory (the profile) in the background.
 """
 
@@ -38,9 +38,10 @@ SCRATCH_ROOT = Path("/tmp")
 
 
 def scratch_dir(run_dir: Path, index: int) -> Path:
-    """Chromium's TMPDIR for one slot. Short on purpose: Chromium puts its SingletonSocket there, and a Unix
-    socket path must fit in 108 bytes. Chromium leaves ``org.chromium.*`` dirs behind when it is killed, so
-    the slot removes the whole dir at teardown."""
+    """Chromium's TMPDIR for one slot (inside its sandbox too). Short on purpose: Chromium puts its SingletonSocket
+    there, and a Unix socket path must fit in 108 bytes. A sandboxed slot's scratch dir is a bind of its size-limited
+    filesystem (:mod:`.slot_disk`), so what is written here counts towards ``SLOT_DISK_MB``. Chromium leaves
+    ``org.chromium.*`` dirs behind when it is killed, so the slot removes the whole dir at teardown."""
     return SCRATCH_ROOT / f"openbrowse-{instance_id(run_dir)}-{index}"
 
 
