@@ -6,7 +6,7 @@
   :class:`ResourceLimitExceeded` (``memory``), which the session records as ``failureKind: resource_limit``.
 * Disk: the kernel enforces ``SLOT_DISK_MB`` where the slot's area is a filesystem of its own (:mod:`.slot_disk`):
   a write past it fails with ``ENOSPC``. The watcher reads that filesystem's usage (one ``statvfs``) at every check;
-  once it is full the slot ends with :class:`ResourceLimitExceeded` (``disk``). Without such a filesystem (no root)
+  once it is full the slot ends with :class:`ResourceLimitExceeded` (``disk``). Where the mount failed
   it walks the area every few checks, counting each file at the larger of its apparent and allocated size (a sparse
   file counts in full), with the same end past the cap. What was written stays.
 
