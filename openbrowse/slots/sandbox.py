@@ -10,7 +10,7 @@ uid before ``exec``::
         setpriv --reuid U --regid U --clear-groups --no-new-privs --inh-caps=-all --bounding-set=-all -- <argv>
 
 bubblewrap (Debian's ``bubblewrap``) builds the mount namespace: a fresh root holding ``/usr`` and the few entries
-of ``/etc`` the slot's programs read (:data:`ETC_ENTRIES`), read-only (with its own ``/etc/passwd`` naming the slot
+of ``/etc`` the slot's programs read (:mod:`.etc_view`), read-only (with its own ``/etc/passwd`` naming the slot
 user), the interpreter and virtualenv the script host needs
 (read-only), the server's shared font cache at ``/var/cache/fontconfig`` (read-only, :mod:`.font_cache`), a new
 ``/proc`` for the new pid namespace, a minimal ``/dev``, private tmpfs ``/tmp`` and ``/dev/shm``,
@@ -43,14 +43,13 @@ from pathlib import Path
 
 from openbrowse.errors import OpenBrowseError, ProcessStartError
 from openbrowse.slots.cgroups import SlotCgroup
+from openbrowse.slots.etc_view import etc_binds
 from openbrowse.slots.process import ManagedProcess, ProcessHook
 
 __all__ = [
-    "ETC_ENTRIES",
     "UNSHARE",
     "SandboxUnavailable",
     "SlotSandbox",
-    "etc_binds",
     "give_to",
     "sandbox_problem",
     "sandbox_tool",
@@ -63,22 +62,6 @@ HOLDER_READY_TIMEOUT = 10.0
 HOLDER_EXIT_TIMEOUT = 5.0
 PROBE_TIMEOUT = 10.0
 SYSTEM_DIRS = ("/usr",)
-ETC_ENTRIES = (
-    "ld.so.cache", "ld.so.conf", "ld.so.conf.d",  # the dynamic linker
-    "alternatives",  # /usr/bin entries (x-www-browser, awk, which, ...) are links through it
-    "fonts",  # fontconfig (Chromium, Xvfb's clients); the cache is bound from the server, see font_cache
-    "ssl/certs", "ssl/openssl.cnf", "ca-certificates", "ca-certificates.conf", "pki/tls/certs",  # TLS roots
-    "localtime", "timezone",  # the time zone pages and scripts see
-    "nsswitch.conf", "host.conf", "gai.conf", "protocols", "services",  # name lookups (through the proxy)
-    "locale.alias", "mime.types", "os-release",
-    "chromium", "chromium.d",  # Chromium's policies and the Debian wrapper's defaults
-    "X11", "gtk-3.0", "glvnd",  # Xvfb, x11vnc and the browser's toolkit
-    f"python3.{sys.version_info.minor}", "python3",  # Debian's Python (websockify; a Debian-built script host)
-)  # fmt: skip
-"""What of the host's ``/etc`` a sandbox sees (read-only): what Chromium, Xvfb, x11vnc, websockify, fontconfig,
-ffmpeg and the script host's Python read there, nothing else. ``passwd``, ``group`` and ``hosts`` are made for the
-slot (:meth:`SlotSandbox._write_identity`); ``shadow``, ``ssh/``, ``ssl/private/``, ``hostname``, ``environment``,
-the package manager's and the services' configuration (with whatever secrets a host keeps there) are absent."""
 TOP_LEVEL_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ENTER = ("--mount", "--pid", "--net", "--ipc", "--uts")
 """The namespaces ``nsenter`` joins; bubblewrap makes them with :data:`UNSHARE` (mount namespaces always)."""
@@ -126,8 +109,8 @@ def sandbox_problem() -> str | None:
 
 
 def system_binds() -> list[str]:
-    """bubblewrap arguments for the read-only system: ``/usr``, the entries of ``/etc`` in :data:`ETC_ENTRIES`
-    that exist (links as links), the merged-/usr links."""
+    """bubblewrap arguments for the read-only system: ``/usr``, the entries of ``/etc`` the slot's programs need
+    (:func:`~.etc_view.etc_binds`), the merged-/usr links."""
     args: list[str] = []
     for directory in SYSTEM_DIRS:
         args += ["--ro-bind", directory, directory]
@@ -138,26 +121,6 @@ def system_binds() -> list[str]:
             args += ["--symlink", os.readlink(path), link]
         elif path.is_dir():
             args += ["--ro-bind", link, link]
-    return args
-
-
-def etc_binds(etc: Path = Path("/etc")) -> list[str]:
-    """bubblewrap arguments for a fresh ``/etc`` (mode 0755) holding only :data:`ETC_ENTRIES` (blocking, tiny)."""
-    args = ["--perms", "0755", "--dir", "/etc"]
-    made = {Path("/etc")}
-    for entry in ETC_ENTRIES:
-        source = etc / entry
-        if not source.is_symlink() and not source.exists():
-            continue
-        target = Path("/etc") / entry
-        for parent in reversed(target.parents):
-            if parent.is_relative_to("/etc") and parent not in made:  # bubblewrap would make it 0700
-                made.add(parent)
-                args += ["--perms", "0755", "--dir", str(parent)]
-        if source.is_symlink():
-            args += ["--symlink", os.readlink(source), str(target)]
-        else:
-            args += ["--ro-bind", str(source), str(target)]
     return args
 
 

@@ -230,12 +230,8 @@ class Slot:
         self.check_not_blocked()
         self._state = SlotState.STARTING
         self._died = loop.create_future()
-        sandboxed = self.confinement.sandboxed
-        await self._traces.prepare(
-            (self.downloads_dir, self.uploads_dir),
-            disk_mb=self.settings.SLOT_DISK_MB if sandboxed else None,
-            owner_uid=self.confinement.uid if sandboxed else None,
-        )
+        cap = (self.settings.SLOT_DISK_MB, self.confinement.uid) if self.confinement.sandboxed else None
+        await self._traces.prepare((self.downloads_dir, self.uploads_dir), cap)
         await self.confinement.start(self._on_spawn, self._on_exit, self._on_limit, browser_dir=binary.path.parent)
         children = self._children = SlotChildren.build(
             self.settings,

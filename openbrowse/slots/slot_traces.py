@@ -47,19 +47,18 @@ class SlotTraces:
         self.capped = False
         """True while the directory and scratch dir are the slot's size-limited filesystem."""
 
-    async def prepare(
-        self, folders: Sequence[Path], *, disk_mb: int | None = None, owner_uid: int | None = None
-    ) -> None:
+    async def prepare(self, folders: Sequence[Path], cap: tuple[int, int] | None = None) -> None:
         """Fresh, empty directories for a start; ``folders`` are made inside the slot directory afterwards. With
-        ``disk_mb`` (a sandboxed slot) both become one filesystem of that size, where the host allows it."""
+        ``cap`` (a sandboxed slot: MiB and the slot's uid) both become one filesystem of that size, owned by that
+        uid, where the host allows it."""
         if self._ledger is not None:
             self._ledger.add_dir(self.directory)
         # the sandbox binds the fresh dirs (and hands them to its uid), so they come first
         await asyncio.to_thread(prepare_fresh_dir, self.directory)
         await asyncio.to_thread(prepare_fresh_dir, self.temp_dir)
-        if disk_mb is not None and disk_cap_problem() is None:
+        if cap is not None and disk_cap_problem() is None:
             try:
-                await asyncio.to_thread(mount_area, self.directory, self.temp_dir, disk_mb, owner_uid)
+                await asyncio.to_thread(mount_area, self.directory, self.temp_dir, *cap)
             except OSError as exc:
                 logger.warning(
                     "Slot %d: no size-limited filesystem (%s); its disk use is counted instead", self.index, exc

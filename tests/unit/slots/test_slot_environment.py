@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from openbrowse.slots.sandbox import etc_binds
+from openbrowse.slots.etc_view import etc_binds
 from openbrowse.slots.slot_files import child_environment
 
 
