@@ -50,6 +50,7 @@ from openbrowse.sessions.takeover import TakeoverTokens
 from openbrowse.sessions.webhooks import WebhookDelivery
 from openbrowse.slots.confinement import report_sandbox
 from openbrowse.slots.pool import SlotPool
+from openbrowse.slots.slot_disk import report_disk_cap
 from openbrowse.store.browsers import BrowserRepo
 from openbrowse.store.db import Database
 from openbrowse.store.feed import FeedRepo
@@ -95,6 +96,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.sandbox_problem = await asyncio.to_thread(report_sandbox, settings)
             db = await stack.enter_async_context(Database(settings.db_path))
             app.state.file_warnings = await asyncio.to_thread(log_loose_files, settings)  # spec §25.4
+            app.state.file_warnings += report_disk_cap(app.state.sandbox_problem)
             session_repo = SessionRepo(db)
             feed_repo = FeedRepo(db)
             activity = app.state.activity = ActivityBoard()

@@ -21,6 +21,7 @@ from browser_use.llm.base import BaseChatModel
 from openbrowse.agent import census
 from openbrowse.agent.captcha.capsolver import CapSolverSettings
 from openbrowse.agent.code.stream import CodeStreamer
+from openbrowse.agent.files.quota import DEFAULT_AREA_MB
 from openbrowse.agent.files.sweep import FileSweep
 from openbrowse.agent.files.temp_dir import temp_dir_inside
 from openbrowse.agent.lean_state import LeanState
@@ -95,6 +96,8 @@ class RunSpec:
     """This server's code tab page (spec §11.3); None shows code in the activity stream and feed only."""
     browser_folders: BrowserFolders | None = None
     """The slot's ``uploads/`` and ``downloads/`` (``upload_file`` stages files there, spec §24.6)."""
+    file_area_mb: int = DEFAULT_AREA_MB
+    """The cap of ``files_dir`` (``SLOT_DISK_MB``): copies out of the slot and script writes stay under it."""
 
     @property
     def captcha_solver(self) -> bool:
@@ -272,6 +275,7 @@ class AgentRunner:
                 store=self._structured.store,
                 code_view=self._code,
                 browser_folders=self._spec.browser_folders,
+                file_area_mb=self._spec.file_area_mb,
                 scripts=self._scripts,
                 ask_for_human=self._callbacks.human_needed,
             ),

@@ -37,6 +37,7 @@ _KINDS: dict[str, type[Exception]] = {
     "FileNotFoundError": FileNotFoundError,
     "FileExistsError": FileExistsError,
     "IsADirectoryError": IsADirectoryError,
+    "OSError": OSError,  # a full file area (the server refuses a write past the area's cap)
     "ConnectionError": ConnectionError,
     "TimeoutError": TimeoutError,
     "ValueError": ValueError,

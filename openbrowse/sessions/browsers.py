@@ -32,6 +32,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from openbrowse.agent.files.quota import DEFAULT_AREA_MB
 from openbrowse.domain.browser_folders import BrowserFolders
 from openbrowse.domain.browsers import (
     QUEUE_REASON_FULL,
@@ -83,6 +84,7 @@ class BrowserService:
     ) -> None:
         """``settings``: what recordings need (spec §22.1); without them no raw browser is recorded."""
         self._settings = settings
+        self._disk_quota_mb = settings.SLOT_DISK_MB if settings is not None else DEFAULT_AREA_MB
         self._records_by_default = settings.RECORDING_DEFAULT if settings is not None else False
         self._repo = browsers
         self._profiles = profiles
@@ -382,7 +384,7 @@ class BrowserService:
                     assert self._files_dir is not None
                     await asyncio.to_thread(remove_profile_base, self._files_dir / browser.id)
                 if self._files_dir is not None:  # listed after the end (spec §22.2): out of the slot before it goes
-                    await collect_downloads(browser.folders, self._files_dir / browser.id)
+                    await collect_downloads(browser.folders, self._files_dir / browser.id, self._disk_quota_mb)
             finally:
                 if record is not None:
                     await self._repo.mark_stopped(browser.id, reason=browser.reason, finished_at=self._clock())

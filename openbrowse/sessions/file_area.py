@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Literal
 
+from openbrowse.agent.files.quota import MIB, AreaQuota
 from openbrowse.config import Settings
 from openbrowse.domain.browser_folders import BrowserFolders
 from openbrowse.domain.clock import Clock, utc_now
@@ -45,7 +46,8 @@ _WRITE_BATCH = 1 << 20
 
 
 class UploadTooLarge(Exception):
-    """An upload went past :data:`MAX_UPLOAD_BYTES`; nothing of it is kept."""
+    """An upload went past :data:`MAX_UPLOAD_BYTES` or the room left in the file area (the message, one sentence,
+    says which); nothing of it is kept."""
 
 
 class FileAreas:
@@ -120,15 +122,24 @@ class FileAreas:
         self, kind: OwnerKind, owner_id: str, name: str, chunks: AsyncIterator[bytes], max_bytes: int = MAX_UPLOAD_BYTES
     ) -> FileEntry:
         """Stream ``chunks`` into ``uploads/name`` (replacing a file of that name) and into the live browser's
-        ``uploads/``; :class:`UploadTooLarge` past ``max_bytes``, keeping nothing."""
+        ``uploads/``; :class:`UploadTooLarge` past ``max_bytes`` or the room the file area has left (``SLOT_DISK_MB``,
+        the file it replaces set aside), keeping nothing."""
         require_plain_name(name)
         root = await self.require_owner(kind, owner_id)
+        quota = AreaQuota.of(root, self._settings.SLOT_DISK_MB)
+        room = await asyncio.to_thread(_room_for, quota, root / "uploads" / name)
+        full = (
+            f"The upload does not fit: the file area is capped at {quota.limit_mb} MiB "
+            f"and has {room / MIB:.1f} MiB left."
+        )
         pending = await asyncio.to_thread(PendingFile, root / "uploads")
         try:
             batch = bytearray()
             async for chunk in chunks:
                 if pending.size + len(batch) + len(chunk) > max_bytes:
                     raise UploadTooLarge()
+                if pending.size + len(batch) + len(chunk) > room:
+                    raise UploadTooLarge(full)
                 batch += chunk
                 if len(batch) >= _WRITE_BATCH:
                     await asyncio.to_thread(pending.write, bytes(batch))
@@ -162,6 +173,14 @@ class FileAreas:
         if removed:
             logger.info("Removed the files of %d raw browser(s) ended more than %s ago", removed, keep)
         return removed
+
+
+def _room_for(quota: AreaQuota, replaced: Path) -> int:
+    try:
+        old = replaced.lstat().st_size if replaced.is_file() and not replaced.is_symlink() else 0
+    except OSError:
+        old = 0
+    return quota.room() + old
 
 
 def _expired(finished_at: datetime, keep: timedelta, now: datetime) -> bool:

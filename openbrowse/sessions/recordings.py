@@ -5,6 +5,10 @@ ffmpeg runs, and renamed to its final name once the recorder has stopped, so any
 (``recordingUrls``, SDK ``wait_for_recording``, the dashboard) only ever sees finished files. A recorder that died
 mid-run (killed, or its display gone) still leaves a playable fragmented MP4, which is finalised the same way.
 
+A recording counts towards its owner's file area cap (``SLOT_DISK_MB``, spec §24.5): ffmpeg may write no more than
+the room left when it starts (:class:`~openbrowse.slots.recorder.ScreenRecorder` ``max_bytes``); a full area means no
+recording, and a recording cut at the cap is kept up to there; the owner is told either way.
+
 The final name carries what the dashboard needs to line the feed up with the video: ``turn-<n>-<ms>.mp4`` for
 session turns and ``browser-<ms>.mp4`` for raw browsers, ``<ms>`` being the time of the video's first frame (ms since
 the epoch; the partial file carries the spawn's).
@@ -23,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from openbrowse.agent.files.quota import MIB, AreaQuota
 from openbrowse.domain.feed import FeedEntry
 from openbrowse.shielding import run_shielded
 from openbrowse.slots.recorder import ScreenRecorder, find_ffmpeg
@@ -50,6 +55,8 @@ logger = logging.getLogger(__name__)
 
 RECORDINGS = "recordings"
 PARTIAL_SUFFIX = ".part"
+MIN_ROOM = 1 * MIB
+"""Below this much room in the file area a recording is not started (it would end at once)."""
 _FINAL = re.compile(r"^(?:turn-(?P<turn>\d{1,6})|browser)-(?P<ms>\d{10,16})\.mp4$", re.ASCII)
 
 Note = Callable[[str], Awaitable[None]]
@@ -101,6 +108,13 @@ def _finalize(partial: Path, started_at: float | None = None) -> Path | None:
         logger.warning("Could not finalise the recording %s", partial, exc_info=True)
         return None
     return final
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.lstat().st_size
+    except OSError:
+        return 0
 
 
 def finalize_leftovers(files_dir: Path) -> list[Path]:
@@ -182,6 +196,11 @@ class DisplayRecording:
             done = await asyncio.to_thread(finished_recordings, self._files_dir)
             prefix = f"turn-{sum(1 for item in done if item.turn is not None) + 1}"
         output = self._files_dir / RECORDINGS / f"{prefix}-{stamp}.mp4{PARTIAL_SUFFIX}"
+        quota = AreaQuota.of(self._files_dir, self._settings.SLOT_DISK_MB)
+        room = await asyncio.to_thread(quota.room)
+        if room < MIN_ROOM:
+            await self._note(f"No recording: the file area is full (capped at {quota.limit_mb} MiB)")
+            return False
         recorder = ScreenRecorder(
             f"recorder-{self._files_dir.name}",
             ffmpeg=ffmpeg,
@@ -190,6 +209,7 @@ class DisplayRecording:
             output=output,
             wrap=slot.confinement.command,
             env=slot.confinement.environment(child_environment(slot.tag)),
+            max_bytes=room,
         )
         try:
             await asyncio.to_thread(output.parent.mkdir, parents=True, exist_ok=True)
@@ -211,7 +231,13 @@ class DisplayRecording:
     async def _stop(self, recorder: ScreenRecorder) -> Path | None:
         code = await recorder.stop()
         process = recorder.process
+        written = await asyncio.to_thread(_size, recorder.output)
         final = await asyncio.to_thread(_finalize, recorder.output, recorder.first_output_at)
+        if final is not None and recorder.max_bytes is not None and written >= recorder.max_bytes:
+            await self._note(
+                f"The recording stopped at {written / MIB:.1f} MiB: the file area is full "
+                f"(capped at {self._settings.SLOT_DISK_MB} MiB); what was recorded up to there is kept"
+            )
         if final is None:
             tail = process.output_tail(300).strip() if process is not None else ""
             await self._note(

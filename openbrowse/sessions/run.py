@@ -232,6 +232,7 @@ class AgentEngine:
                     network=self._network,
                     codeview_url=self._settings.codeview_url,
                     browser_folders=self._folders,
+                    file_area_mb=self._settings.SLOT_DISK_MB,
                 ),
                 self._browser,
                 self._agent_llm,
@@ -289,9 +290,15 @@ class AgentEngine:
         try:
             with contextlib.suppress(Exception):
                 await self._save_costs()
-            await collect_downloads(self._folders, self._files)
+            await self._collect_downloads()
         finally:
             await self._runner.sweep_files()
+
+    async def _collect_downloads(self) -> None:
+        async def note(text: str) -> None:
+            await self._feed.append(self._record.id, FeedEntry.system("downloads", text))
+
+        await collect_downloads(self._folders, self._files, self._settings.SLOT_DISK_MB, note)
 
     async def _restore_output(self, preamble: str) -> str:
         """A replayed keep-alive conversation goes on from the answer it had, as a warm follow-up would."""
@@ -356,7 +363,7 @@ class AgentEngine:
         if browser is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(browser.kill(), timeout=10)
-        await collect_downloads(self._folders, self._files)  # before the slot and its directory are released
+        await self._collect_downloads()  # before the slot and its directory are released
         await asyncio.to_thread(_remove_scratch, self._files)
         if self._runner is not None:
             await self._runner.sweep_files()

@@ -136,6 +136,7 @@ class SlotConfinement:
             hidden=[self.settings.data_dir, self.settings.OPENBROWSE_HOME / ".env"],
             readonly=[browser_dir] if browser_dir is not None and not browser_dir.is_relative_to("/usr") else [],
             font_cache=font_cache,
+            tmp_size_mb=self.settings.SLOT_DISK_MB,
             env=child_environment(self.tag),
             on_spawn=on_spawn,
             on_exit=on_exit,

@@ -4,8 +4,11 @@
   typically a runaway script host or renderer). The watcher reads the group's OOM-kill counter: the first kill is a
   warning the session records as a ``system`` event; the second ends the slot with
   :class:`ResourceLimitExceeded` (``memory``), which the session records as ``failureKind: resource_limit``.
-* Disk: the slot's writable area (profile copy, downloads, uploads) is measured; past ``SLOT_DISK_MB`` the slot
-  ends with :class:`ResourceLimitExceeded` (``disk``). What was written stays.
+* Disk: the kernel enforces ``SLOT_DISK_MB`` where the slot's area is a filesystem of its own (:mod:`.slot_disk`):
+  a write past it fails with ``ENOSPC``. The watcher reads that filesystem's usage (one ``statvfs``) at every check;
+  once it is full the slot ends with :class:`ResourceLimitExceeded` (``disk``). Where the mount failed
+  it walks the area every few checks, counting each file at the larger of its apparent and allocated size (a sparse
+  file counts in full), with the same end past the cap. What was written stays.
 
 One task per running slot, owned by the slot (started with it, cancelled at its stop).
 """
@@ -21,24 +24,39 @@ from pathlib import Path
 
 from openbrowse.errors import ResourceLimitExceeded
 from openbrowse.slots.cgroups import SlotCgroup
+from openbrowse.slots.slot_disk import disk_usage
 
 __all__ = ["LimitWatcher", "directory_bytes"]
 
 logger = logging.getLogger(__name__)
 
 MEMORY_CHECK_INTERVAL = 0.5
-DISK_CHECK_EVERY = 10  # memory checks per disk check (a walk of the profile is not free)
+DISK_CHECK_EVERY = 10  # memory checks per disk walk where the area is no filesystem of its own (a walk is not free)
 MEMORY_STRIKES = 2
 
 
+FULL_MARGIN = 64 * 1024
+"""A mounted area with less free space than this is full (tmpfs hands out whole pages)."""
+
+
 def directory_bytes(path: Path) -> int:
-    """Bytes used by the files below ``path`` (blocking; links are not followed)."""
+    """Bytes the files below ``path`` take or claim, whichever is more (blocking; links are not followed)."""
     total = 0
     for root, _dirs, files in os.walk(path):
         for name in files:
             with contextlib.suppress(OSError):
-                total += os.lstat(os.path.join(root, name)).st_blocks * 512
+                found = os.lstat(os.path.join(root, name))
+                total += max(found.st_size, found.st_blocks * 512)
     return total
+
+
+def _area_usage(path: Path, limit: int) -> tuple[int, bool]:
+    """``(bytes used, over the cap)`` of the slot's area (blocking)."""
+    if os.path.ismount(path):
+        used, size = disk_usage(path)
+        return used, used >= size - FULL_MARGIN
+    used = directory_bytes(path)
+    return used, used > limit
 
 
 class LimitWatcher:
@@ -61,11 +79,13 @@ class LimitWatcher:
         self._on_warning = on_warning
         self._on_exceeded = on_exceeded
         self._baseline = 0
+        self._mounted = False
         self.strikes = 0
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         self._baseline = self._cgroup.oom_kills()
+        self._mounted = os.path.ismount(self._disk_area)
         self._task = asyncio.get_running_loop().create_task(self._watch(), name=f"{self.name} limits")
 
     async def _watch(self) -> None:
@@ -75,7 +95,7 @@ class LimitWatcher:
             if self._memory_exceeded():
                 return
             checks += 1
-            if checks % DISK_CHECK_EVERY == 0 and await self._disk_exceeded():
+            if (self._mounted or checks % DISK_CHECK_EVERY == 0) and await self._disk_exceeded():
                 return
 
     def check_now(self) -> None:
@@ -101,8 +121,8 @@ class LimitWatcher:
         return True
 
     async def _disk_exceeded(self) -> bool:
-        used = await asyncio.to_thread(directory_bytes, self._disk_area)
-        if used <= self._disk_limit:
+        used, over = await asyncio.to_thread(_area_usage, self._disk_area, self._disk_limit)
+        if not over:
             return False
         limit = f"{self._disk_limit // (1024 * 1024)} MiB"
         self._on_exceeded(ResourceLimitExceeded("disk", limit, f"its files take {used // (1024 * 1024)} MiB"))

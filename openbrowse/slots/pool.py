@@ -43,7 +43,7 @@ from openbrowse.slots.foreign import describe_blockers, find_blockers
 from openbrowse.slots.lease import ReleaseCallback, SlotLease
 from openbrowse.slots.ledger import Ledger, cleanup_leftovers
 from openbrowse.slots.slot import Slot
-from openbrowse.slots.slot_files import remove_scratch_dirs
+from openbrowse.slots.slot_files import release_slot_mounts, remove_scratch_dirs
 from openbrowse.slots.spares import Spare, SpareKeeper
 from openbrowse.slots.vnc_access import vnc_socket_dir
 
@@ -118,6 +118,7 @@ class SlotPool:
             raise RuntimeError("SlotPool can be started once")
         self.ledger.lock()
         try:
+            await asyncio.to_thread(release_slot_mounts, self.settings.run_dir)  # before their folders are wiped
             self.last_cleanup = await asyncio.to_thread(
                 cleanup_leftovers,
                 self.ledger.path,

@@ -10,6 +10,10 @@ for a link. A pipe output is not seekable, which is exactly what a fragmented MP
 keyframe, a keyframe every :data:`KEYFRAME_SECONDS`) needs: every fragment is complete once written, so a recorder
 killed mid-run still leaves a playable file that lacks only its last fragment.
 
+How big. ``max_bytes`` (the room left in the owner's file area) is ffmpeg's file-size limit (``prlimit --fsize``,
+``RLIMIT_FSIZE``): the kernel refuses every write past it and ends ffmpeg with ``SIGXFSZ``, so a recording never
+takes more than its owner has left, and what was written up to there stays playable.
+
 Stopping. ``nsenter`` forks to enter the pid namespace and dies on SIGINT without passing it on, so a clean stop
 signals ffmpeg itself (found among the leader's descendants) with SIGINT, lets it write its last fragment, and
 falls back to the process group's TERM then KILL.
@@ -49,6 +53,13 @@ def find_ffmpeg(name: str) -> str | None:
     return shutil.which(name)
 
 
+def size_limited(argv: list[str], max_bytes: int | None) -> list[str]:
+    """``argv`` under a file-size limit of ``max_bytes`` (util-linux ``prlimit``); as is without a limit."""
+    if max_bytes is None:
+        return argv
+    return [shutil.which("prlimit") or "/usr/bin/prlimit", f"--fsize={max(max_bytes, 1)}", "--", *argv]
+
+
 def recorder_argv(ffmpeg: str, display: str, fps: int, output_fd: int) -> list[str]:
     """ffmpeg grabbing ``display`` at ``fps`` into a fragmented H.264 MP4 written to ``output_fd``."""
     return [
@@ -76,8 +87,11 @@ class ScreenRecorder:
         wrap: Callable[[list[str]], list[str]],
         env: Mapping[str, str],
         on_exit: ProcessHook | None = None,
+        max_bytes: int | None = None,
     ) -> None:
+        """``max_bytes``: the most the file may grow to (see the module docstring); None for no limit."""
         self.name = name
+        self.max_bytes = max_bytes
         self.output = output
         self._ffmpeg = ffmpeg
         self._display = display
@@ -102,7 +116,7 @@ class ScreenRecorder:
         self.output.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.output, _CREATE, 0o644)
         try:
-            argv = self._wrap(recorder_argv(self._ffmpeg, self._display, self._fps, fd))
+            argv = self._wrap(size_limited(recorder_argv(self._ffmpeg, self._display, self._fps, fd), self.max_bytes))
             process = ManagedProcess(
                 self.name, argv, env=self._env, pass_fds=(fd,), terminate_grace=2.0, on_exit=self._on_exit
             )

@@ -9,8 +9,9 @@ uid before ``exec``::
     [sh -c 'join the slot cgroup'] nsenter -t <holder> --mount --pid --net --ipc --uts --
         setpriv --reuid U --regid U --clear-groups --no-new-privs --inh-caps=-all --bounding-set=-all -- <argv>
 
-bubblewrap (Debian's ``bubblewrap``) builds the mount namespace: a fresh root holding ``/usr`` and ``/etc`` read-only
-(with its own ``/etc/passwd`` naming the slot user), the interpreter and virtualenv the script host needs
+bubblewrap (Debian's ``bubblewrap``) builds the mount namespace: a fresh root holding ``/usr`` and the few entries
+of ``/etc`` the slot's programs read (:mod:`.etc_view`), read-only (with its own ``/etc/passwd`` naming the slot
+user), the interpreter and virtualenv the script host needs
 (read-only), the server's shared font cache at ``/var/cache/fontconfig`` (read-only, :mod:`.font_cache`), a new
 ``/proc`` for the new pid namespace, a minimal ``/dev``, private tmpfs ``/tmp`` and ``/dev/shm``,
 and, writable, only the slot's own directory and its short socket directory, each at the same path as on the host
@@ -42,16 +43,25 @@ from pathlib import Path
 
 from openbrowse.errors import OpenBrowseError, ProcessStartError
 from openbrowse.slots.cgroups import SlotCgroup
+from openbrowse.slots.etc_view import etc_binds
 from openbrowse.slots.process import ManagedProcess, ProcessHook
 
-__all__ = ["UNSHARE", "SandboxUnavailable", "SlotSandbox", "give_to", "sandbox_problem", "sandbox_tool", "system_binds"]
+__all__ = [
+    "UNSHARE",
+    "SandboxUnavailable",
+    "SlotSandbox",
+    "give_to",
+    "sandbox_problem",
+    "sandbox_tool",
+    "system_binds",
+]
 
 logger = logging.getLogger(__name__)
 
 HOLDER_READY_TIMEOUT = 10.0
 HOLDER_EXIT_TIMEOUT = 5.0
 PROBE_TIMEOUT = 10.0
-SYSTEM_DIRS = ("/usr", "/etc")
+SYSTEM_DIRS = ("/usr",)
 TOP_LEVEL_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 ENTER = ("--mount", "--pid", "--net", "--ipc", "--uts")
 """The namespaces ``nsenter`` joins; bubblewrap makes them with :data:`UNSHARE` (mount namespaces always)."""
@@ -104,10 +114,12 @@ def sandbox_problem() -> str | None:
 
 
 def system_binds() -> list[str]:
-    """bubblewrap arguments for the read-only system: ``/usr``, ``/etc``, the merged-/usr links, the Python."""
+    """bubblewrap arguments for the read-only system: ``/usr``, the entries of ``/etc`` the slot's programs need
+    (:func:`~.etc_view.etc_binds`), the merged-/usr links."""
     args: list[str] = []
     for directory in SYSTEM_DIRS:
         args += ["--ro-bind", directory, directory]
+    args += etc_binds()
     for link in TOP_LEVEL_LINKS:
         path = Path(link)
         if path.is_symlink():
@@ -172,6 +184,7 @@ class SlotSandbox:
         hidden: Sequence[Path] = (),
         readonly: Sequence[Path] = (),
         font_cache: Path | None = None,
+        tmp_size_mb: int | None = None,
         env: Mapping[str, str] | None = None,
         on_spawn: ProcessHook | None = None,
         on_exit: ProcessHook | None = None,
@@ -179,7 +192,8 @@ class SlotSandbox:
         """``writable`` directories (and ``socket_dir``) are bound read-write at their own paths; ``hidden`` paths
         (the data directory, ``.env``) are masked if a read-only mount would otherwise show them; ``readonly``
         directories (a browser outside ``/usr``) are bound read-only; ``font_cache`` (see :mod:`.font_cache`) is bound
-        read-only as the system's fontconfig cache."""
+        read-only as the system's fontconfig cache. ``tmp_size_mb`` caps the private ``/tmp`` and ``/dev/shm`` (memory,
+        charged to the slot's cgroup like the slot's own filesystem, see :mod:`.slot_disk`)."""
         self.name = name
         self.uid = uid
         self.writable = [Path(p) for p in writable]
@@ -189,6 +203,7 @@ class SlotSandbox:
         self.hidden = [Path(p) for p in hidden]
         self.readonly = [Path(p).resolve() for p in readonly]
         self.font_cache = font_cache
+        self.tmp_size_mb = tmp_size_mb
         self._env = dict(env or {})
         self._on_spawn = on_spawn
         self._on_exit = on_exit
@@ -200,18 +215,20 @@ class SlotSandbox:
         return self.holder is not None and self.holder.running and self.holder_pid is not None
 
     # -- set-up ---------------------------------------------------------------------------------------------
-    def _write_identity(self) -> tuple[Path, Path]:
+    def _write_identity(self) -> tuple[Path, Path, Path]:
         passwd = self.socket_dir / "passwd"
         group = self.socket_dir / "group"
+        hosts = self.socket_dir / "hosts"
         passwd.write_text(
             "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n"
             f"slot:x:{self.uid}:{self.uid}:OpenBrowse slot:{self.home}:/usr/sbin/nologin\n"
             "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
         )
         group.write_text(f"root:x:0:\nslot:x:{self.uid}:\nnogroup:x:65534:\n")
-        for path in (passwd, group):
+        hosts.write_text(f"127.0.0.1\tlocalhost {self.name}\n::1\tlocalhost ip6-localhost ip6-loopback\n")
+        for path in (passwd, group, hosts):
             path.chmod(0o644)
-        return passwd, group
+        return passwd, group, hosts
 
     def _mask_args(self, mounted: Sequence[Path]) -> list[str]:
         args: list[str] = []
@@ -223,14 +240,16 @@ class SlotSandbox:
         return args
 
     def holder_argv(self, info_fd: int, ready_fd: int) -> list[str]:
-        passwd, group = self._write_identity()
+        passwd, group, hosts = self._write_identity()
         python = sorted({*_python_paths(), *self.readonly})
         mounted = [Path(d) for d in SYSTEM_DIRS] + python
         args = [sandbox_tool("bwrap") or "bwrap", *UNSHARE, "--die-with-parent", "--hostname", self.name]
         args += system_binds()
         args += ["--ro-bind", str(passwd), "/etc/passwd", "--ro-bind", str(group), "/etc/group"]
-        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/dev/shm"]
-        args += ["--perms", "1777", "--tmpfs", "/tmp"]
+        args += ["--ro-bind", str(hosts), "/etc/hosts"]
+        size = ["--size", str(self.tmp_size_mb * 1024 * 1024)] if self.tmp_size_mb is not None else []
+        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", *size, "--tmpfs", "/dev/shm"]
+        args += ["--perms", "1777", *size, "--tmpfs", "/tmp"]
         if self.font_cache is not None:  # bubblewrap makes missing parents 0700: the slot's uid must get through
             args += _dirs_for([Path(SANDBOX_FONT_CACHE)], [Path(d) for d in SYSTEM_DIRS])
             args += ["--ro-bind", str(self.font_cache), SANDBOX_FONT_CACHE]
@@ -346,8 +365,9 @@ class SlotSandbox:
         return [*drop, "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--"]
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:
-        """The environment of a process inside: ``base`` with the slot user's home and a private TMPDIR."""
-        return {**base, "HOME": str(self.home), "USER": "slot", "LOGNAME": "slot", "TMPDIR": "/tmp"}
+        """The environment of a process inside: ``base`` with the slot user's home, and the sandbox's private
+        ``/tmp`` as TMPDIR unless ``base`` names one (Chromium's is the slot's scratch dir, inside its disk cap)."""
+        return {"TMPDIR": "/tmp", **base, "HOME": str(self.home), "USER": "slot", "LOGNAME": "slot"}
 
     # -- teardown -------------------------------------------------------------------------------------------
     async def aclose(self) -> None:

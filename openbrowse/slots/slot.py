@@ -230,7 +230,8 @@ class Slot:
         self.check_not_blocked()
         self._state = SlotState.STARTING
         self._died = loop.create_future()
-        await self._traces.prepare((self.downloads_dir, self.uploads_dir))
+        cap = (self.settings.SLOT_DISK_MB, self.confinement.uid) if self.confinement.sandboxed else None
+        await self._traces.prepare((self.downloads_dir, self.uploads_dir), cap)
         await self.confinement.start(self._on_spawn, self._on_exit, self._on_limit, browser_dir=binary.path.parent)
         children = self._children = SlotChildren.build(
             self.settings,

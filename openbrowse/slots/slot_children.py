@@ -31,6 +31,7 @@ from openbrowse.slots.layout import SlotLayout
 from openbrowse.slots.ledger import TAG_ENV
 from openbrowse.slots.process import ManagedProcess, ProcessHook
 from openbrowse.slots.script_host import CommandWrapper, ScriptHost, host_environment, identity
+from openbrowse.slots.slot_disk import disk_cache_flags
 from openbrowse.slots.vnc_access import vnc_socket_dir
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ class SlotChildren:
             on_exit=on_exit,
             wrap=confined.wrap if confined is not None else None,
             owner_uid=confined.uid if confined is not None else None,
-            extra_args=[*confinement.browser_flags(), *browser_args],
+            extra_args=[*confinement.browser_flags(), *disk_cache_flags(settings.SLOT_DISK_MB), *browser_args],
         )
         return cls(
             display,

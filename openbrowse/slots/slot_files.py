@@ -1,4 +1,4 @@
-"""What a slot's children inherit and where their files go: the allow-listed environment, Chromium's scratch
+"""What a slot's children inherit and where their files go: the environment built for them, Chromium's scratch
 dir under /tmp, and the janitor that deletes a used slot directory (the profile) in the background.
 """
 
@@ -8,51 +8,65 @@ import asyncio
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from openbrowse.shielding import run_shielded
 from openbrowse.slots.ledger import TAG_ENV, instance_id
+from openbrowse.slots.slot_disk import release_stale_mounts
 
 __all__ = [
     "INHERITED_ENV",
     "SCRATCH_ROOT",
     "DirectoryJanitor",
     "child_environment",
+    "release_slot_mounts",
     "remove_scratch_dirs",
     "scratch_dir",
 ]
 
 logger = logging.getLogger(__name__)
 
-# What children inherit from the service's environment. API keys and other secrets stay out of Chromium's.
-INHERITED_ENV = frozenset(
-    {
-        "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TMPDIR", "XDG_RUNTIME_DIR",
-        "FONTCONFIG_FILE", "FONTCONFIG_PATH",
-        "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
-    }
-)  # fmt: skip
+# The only variables of the service's environment a slot's children see (spec §24.3): where programs are, the
+# language and the time zone. Everything else is built for the child (HOME, TMPDIR, DISPLAY, XDG dirs); in
+# particular no proxy variable (HTTP(S)_PROXY may carry credentials, and Chromium's one way out is the egress
+# enforcer, given as --proxy-server), no key, no token.
+INHERITED_ENV = frozenset({"PATH", "LANG", "LANGUAGE", "TZ"})
+FALLBACK_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 SCRATCH_ROOT = Path("/tmp")
 
 
 def scratch_dir(run_dir: Path, index: int) -> Path:
-    """Chromium's TMPDIR for one slot. Short on purpose: Chromium puts its SingletonSocket there, and a Unix
-    socket path must fit in 108 bytes. Chromium leaves ``org.chromium.*`` dirs behind when it is killed, so
-    the slot removes the whole dir at teardown."""
+    """Chromium's TMPDIR for one slot (inside its sandbox too). Short on purpose: Chromium puts its SingletonSocket
+    there, and a Unix socket path must fit in 108 bytes. A sandboxed slot's scratch dir is a bind of its size-limited
+    filesystem (:mod:`.slot_disk`), so what is written here counts towards ``SLOT_DISK_MB``. Chromium leaves
+    ``org.chromium.*`` dirs behind when it is killed, so the slot removes the whole dir at teardown."""
     return SCRATCH_ROOT / f"openbrowse-{instance_id(run_dir)}-{index}"
 
 
+def release_slot_mounts(run_dir: Path) -> list[Path]:
+    """Detach the slot filesystems (:mod:`.slot_disk`) a previous process of this instance left (blocking)."""
+    pattern = scratch_dir(run_dir, 0).name.rsplit("-", 1)[0] + "-*"
+    return release_stale_mounts(run_dir / "slots", str(SCRATCH_ROOT / pattern))
+
+
 def remove_scratch_dirs(run_dir: Path) -> None:
-    """Chromium temp dirs a previous process of this instance left under /tmp (blocking)."""
+    """Chromium temp dirs a previous process of this instance left under /tmp, and the slot filesystems still
+    mounted (blocking)."""
+    release_slot_mounts(run_dir)
     pattern = scratch_dir(run_dir, 0).name.rsplit("-", 1)[0] + "-*"
     for leftover in SCRATCH_ROOT.glob(pattern):
         shutil.rmtree(leftover, ignore_errors=True)
 
 
 def child_environment(tag: str) -> dict[str, str]:
-    """The environment of a slot's children: a small allow-list of the service's own, plus the slot tag."""
+    """The environment of a slot's children, built from scratch: ``PATH``, the locale and time zone of the
+    service (:data:`INHERITED_ENV`, ``LC_*``), ``HOME`` (the sandbox replaces it with the slot's own), and the slot
+    tag. Nothing else of the server's environment reaches a slot."""
     env = {key: value for key, value in os.environ.items() if key in INHERITED_ENV or key.startswith("LC_")}
+    env.setdefault("PATH", FALLBACK_PATH)
+    env["HOME"] = os.path.expanduser("~")  # unsandboxed children run as the server's user (not a secret)
     env[TAG_ENV] = tag
     return env
 
@@ -71,6 +85,21 @@ class DirectoryJanitor:
         self._serial = 0
         self._task: asyncio.Task[None] | None = None
 
+    def close_later(self, fd: int) -> None:
+        """Close ``fd`` in the background: the last hold on a detached slot filesystem, whose memory is freed then
+        (:func:`~.slot_disk.unmount_area`)."""
+        self._chain(lambda: os.close(fd))
+
+    def _chain(self, work: Callable[[], None]) -> None:
+        previous = self._task
+
+        async def run() -> None:
+            if previous is not None:
+                await previous
+            await asyncio.to_thread(work)
+
+        self._task = asyncio.get_running_loop().create_task(run(), name=f"{self._name}-janitor")
+
     def discard(self, directory: Path) -> None:
         if not directory.exists():
             return
@@ -81,14 +110,7 @@ class DirectoryJanitor:
         except OSError:
             logger.exception("%s: could not move %s aside; deleting it in place", self._name, directory)
             trash = directory
-        previous = self._task
-
-        async def delete() -> None:
-            if previous is not None:
-                await previous
-            await asyncio.to_thread(shutil.rmtree, trash, True)
-
-        self._task = asyncio.get_running_loop().create_task(delete(), name=f"{self._name}-janitor")
+        self._chain(lambda: shutil.rmtree(trash, True))
 
     async def aclose(self) -> None:
         """Wait until every directory handed over so far is deleted."""

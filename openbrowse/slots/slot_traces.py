@@ -1,10 +1,12 @@
 """SlotTraces: what a slot leaves on the machine, made fresh before each start and cleared after each teardown.
 
 Before a start the slot's directory (the profile, ``downloads/``, ``uploads/``) and its scratch dir are wiped and
-made empty, and the directory is registered with the ledger so a crashed server's successor can remove it.
+made empty, and the directory is registered with the ledger so a crashed server's successor can remove it. A
+sandboxed slot then gets both as one size-limited filesystem (:mod:`.slot_disk`).
 After the children are gone, anything still carrying the slot's environment tag is killed (Chromium's crashpad
 handlers run in their own process groups), SysV shared-memory segments whose creator was killed (x11vnc) are
-removed, the scratch dir is deleted and the directory handed to a background janitor (:mod:`.slot_files`).
+removed, the filesystem is detached (its contents go with it) or, without one, the scratch dir is deleted and the
+directory handed to a background janitor (:mod:`.slot_files`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING
 from openbrowse.slots.chromium import prepare_fresh_dir
 from openbrowse.slots.ledger import kill_tagged
 from openbrowse.slots.process import ManagedProcess
+from openbrowse.slots.slot_disk import disk_cap_problem, mount_area, unmount_area
 from openbrowse.slots.slot_files import DirectoryJanitor
 from openbrowse.slots.sysv_shm import KilledCreators, remove_orphan_segments
 
@@ -41,14 +44,27 @@ class SlotTraces:
         self._ledger = ledger
         self._janitor = DirectoryJanitor(f"slot-{index}")
         self._killed = KilledCreators()
+        self.capped = False
+        """True while the directory and scratch dir are the slot's size-limited filesystem."""
 
-    async def prepare(self, folders: Sequence[Path]) -> None:
-        """Fresh, empty directories for a start; ``folders`` are made inside the slot directory afterwards."""
+    async def prepare(self, folders: Sequence[Path], cap: tuple[int, int] | None = None) -> None:
+        """Fresh, empty directories for a start; ``folders`` are made inside the slot directory afterwards. With
+        ``cap`` (a sandboxed slot: MiB and the slot's uid) both become one filesystem of that size, owned by that
+        uid, where the host allows it."""
         if self._ledger is not None:
             self._ledger.add_dir(self.directory)
         # the sandbox binds the fresh dirs (and hands them to its uid), so they come first
         await asyncio.to_thread(prepare_fresh_dir, self.directory)
         await asyncio.to_thread(prepare_fresh_dir, self.temp_dir)
+        if cap is not None and disk_cap_problem() is None:
+            try:
+                await asyncio.to_thread(mount_area, self.directory, self.temp_dir, *cap)
+            except OSError as exc:
+                logger.warning(
+                    "Slot %d: no size-limited filesystem (%s); its disk use is counted instead", self.index, exc
+                )
+            else:
+                self.capped = True
         for folder in folders:
             folder.mkdir()
 
@@ -67,6 +83,11 @@ class SlotTraces:
                 logger.debug("Slot %d: killed leftover helpers %s", self.index, leftovers)
         if killed := self._killed.take():  # Xvfb is gone: nothing holds their segments any more
             await asyncio.to_thread(remove_orphan_segments, killed)
+        if self.capped:
+            self.capped = False
+            held = await asyncio.to_thread(unmount_area, self.directory, self.temp_dir)
+            if held is not None:
+                self._janitor.close_later(held)
         await asyncio.to_thread(shutil.rmtree, self.temp_dir, True)
         self._janitor.discard(self.directory)
         if self._ledger is not None:

@@ -8,6 +8,7 @@ the exception the script sees. Nothing a call names can reach another session.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from browser_use import BrowserSession
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from openbrowse.agent.files.quota import AreaQuota
 from openbrowse.agent.safe_fetch import FetchFailed, fetch
 from openbrowse.agent.structured.answer_store import StoreError
 from openbrowse.domain.redaction import REDACTORS
@@ -145,6 +147,28 @@ def inside(files_dir: Path, name: str) -> Path:
     return resolved
 
 
+def _write_file(path: Path, args: FileWrite, data: bytes, quota: AreaQuota) -> str:
+    """Write a script's file into the session's file area, if it fits under the area's cap (blocking)."""
+    if path.is_dir():
+        raise ScriptCallError("IsADirectoryError", f"{args.name} is a directory")
+    if args.exclusive and path.exists():
+        raise ScriptCallError("FileExistsError", f"{args.name} already exists")
+    old = path.lstat().st_size if path.is_file() else 0
+    if args.append and old + len(data) > FILE_LIMIT:
+        raise ScriptCallError("ValueError", f"{args.name} would grow too large ({FILE_LIMIT} bytes at most)")
+    growth = len(data) if args.append else len(data) - old
+    if growth > 0 and growth > (room := quota.room()):
+        raise ScriptCallError(
+            "OSError",
+            f"No space left for {args.name}: the session's file area is capped at {quota.limit_mb} MiB "
+            f"and has {room} bytes left",
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("ab" if args.append else "wb") as handle:
+        handle.write(data)
+    return path.name
+
+
 class ScriptCalls:
     """The :data:`~openbrowse.domain.scripts.CallHandler` of one session's runs."""
 
@@ -192,16 +216,7 @@ class ScriptCalls:
             raise ScriptCallError("ValueError", "the file content is not valid base64") from exc
         if len(data) > FILE_LIMIT:
             raise ScriptCallError("ValueError", f"{args.name} is too large to save ({len(data)} bytes)")
-        if path.is_dir():
-            raise ScriptCallError("IsADirectoryError", f"{args.name} is a directory")
-        if args.exclusive and path.exists():
-            raise ScriptCallError("FileExistsError", f"{args.name} already exists")
-        if args.append and path.is_file() and path.stat().st_size + len(data) > FILE_LIMIT:
-            raise ScriptCallError("ValueError", f"{args.name} would grow too large ({FILE_LIMIT} bytes at most)")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("ab" if args.append else "wb") as handle:
-            handle.write(data)
-        return path.name
+        return await asyncio.to_thread(_write_file, path, args, data, self._ctx.file_quota)
 
     # -- the network and the browser -----------------------------------------------------------------------
     async def _fetch(self, args: FetchArgs) -> dict[str, Any]:

@@ -5,6 +5,11 @@ anything there may be swapped for a symbolic link at any moment. The server (whi
 never opens a path there by name alone: a file is opened with ``O_NOFOLLOW``, checked to be a regular file, and
 the place the open actually reached (``/proc/self/fd``) is checked against the allowed folders; folders are
 opened the same way and files created inside them relative to the folder's descriptor with ``O_EXCL``.
+
+What a copy brings into an owner's file area is checked against its :class:`~.quota.AreaQuota` first: the size is
+the ``fstat`` of the descriptor actually opened (its apparent size, so a sparse file counts in full), and a file that
+does not fit is refused with :class:`OverQuota`, never cut short; no more than that size is ever read, however the
+file grows meanwhile.
 """
 
 from __future__ import annotations
@@ -15,11 +20,13 @@ import os
 import secrets
 import stat
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from openbrowse.agent.files.quota import MIB, AreaQuota
 from openbrowse.domain.browser_folders import real_path_inside
 
-__all__ = ["FileRefused", "move_files", "open_confined", "stage_copy"]
+__all__ = ["FileRefused", "Moved", "OverQuota", "move_files", "open_confined", "stage_copy"]
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +39,32 @@ PARTIAL_SUFFIX = ".crdownload"  # Chromium's name for a download still being wri
 
 class FileRefused(Exception):
     """A path that is not an allowed regular file; the message is one sentence for the model or client."""
+
+
+class OverQuota(FileRefused):
+    """A file that does not fit in the room left in an owner's file area; nothing of it was copied."""
+
+    def __init__(self, name: str, size: int, room: int, limit: int) -> None:
+        super().__init__(
+            f"{name} ({_mib(size)}) was not kept: the file area is capped at {_mib(limit)} and has {_mib(room)} left."
+        )
+        self.name = name
+        self.size = size
+        self.room = room
+        self.limit = limit
+
+
+def _mib(size: int) -> str:
+    return f"{size / MIB:.1f} MiB"
+
+
+def _check_room(name: str, size: int, quota: AreaQuota | None, room: int | None = None) -> None:
+    """Raise :class:`OverQuota` when ``size`` bytes do not fit (``room``: known already, else measured)."""
+    if quota is None:
+        return
+    room = quota.room() if room is None else room
+    if size > room:
+        raise OverQuota(name, size, room, quota.limit)
 
 
 def _opened_path(fd: int) -> str:
@@ -79,27 +112,33 @@ def _open_folder(folder: Path, *, create: bool) -> Iterator[int]:
         os.close(fd)
 
 
-def _copy(source: int, folder_fd: int, name: str) -> None:
+def _copy(source: int, folder_fd: int, name: str, size: int) -> None:
+    """Copy at most ``size`` bytes (the source's size when it was checked) of ``source`` into ``name``."""
     target = os.open(name, _CREATE, 0o644, dir_fd=folder_fd)
     try:
-        while chunk := os.read(source, _CHUNK):
+        left = size
+        while left > 0 and (chunk := os.read(source, min(_CHUNK, left))):
             os.write(target, chunk)
+            left -= len(chunk)
         os.fchmod(target, 0o644)  # readable by the sandbox's uid whatever the server's umask
     finally:
         os.close(target)
 
 
-def stage_copy(source: int, folder: Path, name: str) -> Path:
-    """Copy the open file ``source`` to ``folder/<fresh dir>/<name>`` (the name a page sees); return that path."""
+def stage_copy(source: int, folder: Path, name: str, quota: AreaQuota | None = None) -> Path:
+    """Copy the open file ``source`` to ``folder/<fresh dir>/<name>`` (the name a page sees); return that path.
+    With ``quota`` (the copy lands in an owner's file area) a file that does not fit raises :class:`OverQuota`."""
     if not name or name in {".", ".."} or "/" in name or "\x00" in name:
         raise FileRefused(f"{name!r} is not a plain file name.")
+    size = os.fstat(source).st_size
+    _check_room(name, size, quota)
     with _open_folder(folder, create=True) as folder_fd:
         token = secrets.token_hex(8)
         os.mkdir(token, 0o755, dir_fd=folder_fd)
         inner = os.open(token, _DIRECTORY, dir_fd=folder_fd)
         try:
             os.fchmod(inner, 0o755)
-            _copy(source, inner, name)
+            _copy(source, inner, name, size)
         finally:
             os.close(inner)
     return folder / token / name
@@ -119,13 +158,23 @@ def _free_name(taken: set[str], name: str) -> str:
         counter += 1
 
 
-def move_files(source: Path, target: Path) -> list[Path]:
+@dataclass(slots=True)
+class Moved:
+    """What :func:`move_files` did: where files landed, and the files refused for want of room (left in place)."""
+
+    landed: list[Path] = field(default_factory=list)
+    refused: list[OverQuota] = field(default_factory=list)
+
+
+def move_files(source: Path, target: Path, quota: AreaQuota | None = None) -> Moved:
     """Move the finished regular files of ``source`` (not links, folders or partial downloads) into ``target``,
-    renaming on a clash as browsers do (``name (1).ext``); return where they landed (blocking)."""
+    renaming on a clash as browsers do (``name (1).ext``); with ``quota``, a file with no room left for it is
+    refused and left where it is (blocking)."""
+    moved = Moved()
     if not os.path.isdir(source):
-        return []
-    moved: list[Path] = []
+        return moved
     target.mkdir(parents=True, exist_ok=True)
+    room = quota.room() if quota is not None else 0
     with _open_folder(source, create=False) as source_fd, _open_folder(target, create=False) as target_fd:
         taken = set(os.listdir(target_fd))
         for name in sorted(os.listdir(source_fd)):
@@ -140,14 +189,22 @@ def move_files(source: Path, target: Path) -> list[Path]:
                 logger.info("Left %s in %s: %s", name, source, exc.strerror)
                 continue
             try:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                found = os.fstat(fd)
+                if not stat.S_ISREG(found.st_mode):
+                    continue
+                try:
+                    _check_room(name, found.st_size, quota, room)
+                except OverQuota as refused:
+                    logger.warning("Left %s in %s: %s", name, source, refused)
+                    moved.refused.append(refused)
                     continue
                 os.set_blocking(fd, True)
                 landed = _free_name(taken, name)
-                _copy(fd, target_fd, landed)
+                _copy(fd, target_fd, landed, found.st_size)
+                room -= found.st_size
                 taken.add(landed)
             finally:
                 os.close(fd)
             os.unlink(name, dir_fd=source_fd)
-            moved.append(target / landed)
+            moved.landed.append(target / landed)
     return moved

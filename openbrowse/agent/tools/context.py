@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from openbrowse.agent.files.quota import DEFAULT_AREA_MB, AreaQuota
 from openbrowse.agent.tools.clipboard import Clipboard
 from openbrowse.agent.tools.pacing import active_runs
 from openbrowse.agent.tools.reading_state import ReadingState
@@ -45,6 +46,13 @@ class ToolContext:
     """The session's script host (spec §11.3, §24.1): ``run_code_file`` runs there, never in this process."""
     browser_folders: BrowserFolders | None = None
     """The slot's ``uploads/`` and ``downloads/``, the only files its Chromium sees (``upload_file``, §24.6)."""
+    file_area_mb: int = DEFAULT_AREA_MB
+    """The cap of ``files_dir`` (``SLOT_DISK_MB``, spec §24.5): what comes in from the slot or a script fits."""
+
+    @property
+    def file_quota(self) -> AreaQuota:
+        return AreaQuota.of(self.files_dir, self.file_area_mb)
+
     ask_for_human: Callable[[str], Awaitable[None]] | None = None
     """Pauses the session for a person (``wait_for_human``, spec §21.5); None where no one could take over."""
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from browser_use.agent.views import ActionResult
 
 from openbrowse.agent.files.confined import FileRefused, open_confined, stage_copy
+from openbrowse.agent.files.quota import AreaQuota
 from openbrowse.upstream.registered_actions import ActionFunction, wrap_action
 
 if TYPE_CHECKING:
@@ -31,9 +32,9 @@ __all__ = ["PRIVATE_COPIES", "install_confined_read"]
 PRIVATE_COPIES = ".external"
 
 
-def _private_copy(path: str, roots: tuple[Path, ...], files_dir: Path) -> Path:
+def _private_copy(path: str, roots: tuple[Path, ...], files_dir: Path, quota: AreaQuota) -> Path:
     with open_confined(path, roots) as fd:
-        return stage_copy(fd, files_dir / PRIVATE_COPIES, Path(path).name)
+        return stage_copy(fd, files_dir / PRIVATE_COPIES, Path(path).name, quota)
 
 
 def install_confined_read(tools: Tools[Any], ctx: ToolContext) -> None:
@@ -48,7 +49,7 @@ def install_confined_read(tools: Tools[Any], ctx: ToolContext) -> None:
                 result: ActionResult = await original(params=params, **context)
                 return result
             try:
-                copy = await asyncio.to_thread(_private_copy, name, roots, ctx.files_dir)
+                copy = await asyncio.to_thread(_private_copy, name, roots, ctx.files_dir, ctx.file_quota)
             except FileRefused as refusal:
                 return ActionResult(error=str(refusal))
             try:

@@ -158,7 +158,7 @@ def _upload(kind: OwnerKind) -> Callable[..., Awaitable[FileView]]:
         try:
             entry = await _areas(request).store_upload(kind, owner_id, name, _body_chunks(request))
         except UploadTooLarge as exc:
-            raise HTTPException(413, UPLOAD_TOO_LARGE) from exc
+            raise HTTPException(413, str(exc) or UPLOAD_TOO_LARGE) from exc
         return file_view(entry, _signer(request).url(str(request.base_url), kind, owner_id, "uploads", name))
 
     upload_file.__name__ = f"upload_{kind[:-1]}_file"

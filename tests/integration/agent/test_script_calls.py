@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -164,3 +165,25 @@ except TypeError as wrong:
     lines = outcome.stdout.splitlines()
     assert lines[0].startswith("refused: Refused by the network policy: 169.254.169.254"), lines[0]
     assert lines[1].startswith("wrong: fetch: method: String should match pat")
+
+
+async def test_a_script_cannot_write_past_the_file_areas_cap(host: ScriptHost, tmp_path: Path) -> None:
+    files = tmp_path / "sessions" / SESSION
+    ctx = replace(context(files), file_area_mb=3)
+    script = """
+written = 0
+for n in range(8):
+    try:
+        with open(f"chunk-{n}.bin", "wb") as f:
+            f.write(b"x" * (1 << 20))
+        written += 1
+    except OSError as full:
+        print("refused:", full)
+        break
+print("written", written)
+"""
+    outcome = await run(host, ctx, script)
+    assert outcome.end is ScriptEnd.FINISHED, outcome.error
+    assert "capped at 3 MiB" in outcome.stdout
+    assert "written 3" in outcome.stdout
+    assert sum(path.stat().st_size for path in files.rglob("*") if path.is_file()) <= 3 * 1024 * 1024

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from browser_use.filesystem.file_system import FileSystem
 
-from openbrowse.agent.files.confined import FileRefused, move_files, open_confined
+from openbrowse.agent.files.confined import FileRefused, OverQuota, move_files, open_confined
+from openbrowse.agent.files.quota import AreaQuota
 from openbrowse.agent.tools.external_read import _private_copy
 from openbrowse.agent.tools.upload_file import stage_upload
 from openbrowse.domain.browser_folders import BrowserFolders
@@ -139,12 +140,12 @@ def test_finished_downloads_move_and_links_stay(files_dir: Path, folders: Browse
     (files_dir / "downloads").mkdir()
     (files_dir / "downloads" / "a.pdf").write_bytes(b"older")
     moved = move_files(folders.downloads, files_dir / "downloads")
-    assert moved == [files_dir / "downloads" / "a (1).pdf"]
+    assert moved.landed == [files_dir / "downloads" / "a (1).pdf"]
     assert (files_dir / "downloads" / "a (1).pdf").read_bytes() == b"A"
     assert (files_dir / "downloads" / "a.pdf").read_bytes() == b"older"
     assert sorted(p.name for p in folders.downloads.iterdir()) == ["b.crdownload", "evil.txt", "sub"]
     assert not (files_dir / "downloads" / "evil.txt").exists()
-    assert move_files(folders.downloads / "missing", files_dir / "downloads") == []
+    assert move_files(folders.downloads / "missing", files_dir / "downloads").landed == []
 
 
 # -- browser-use's own file actions ---------------------------------------------------------------------------
@@ -162,9 +163,31 @@ async def test_browser_use_file_system_keeps_writes_inside_its_folder(tmp_path: 
 def test_an_outside_read_copies_only_confined_files(files_dir: Path, folders: BrowserFolders, secret: Path) -> None:
     (folders.downloads / "data.csv").write_text("x,y\n")
     roots = (files_dir, *folders.file_input_roots)
-    copy = _private_copy(str(folders.downloads / "data.csv"), roots, files_dir)
+    quota = AreaQuota.of(files_dir, 1)
+    copy = _private_copy(str(folders.downloads / "data.csv"), roots, files_dir, quota)
     assert copy.read_text() == "x,y\n" and copy.is_relative_to(files_dir)
     (folders.downloads / "link.csv").symlink_to(secret)
     for path in (str(secret), str(folders.downloads / "link.csv")):
         with pytest.raises(FileRefused):
-            _private_copy(path, roots, files_dir)
+            _private_copy(path, roots, files_dir, quota)
+    with (folders.downloads / "sparse.csv").open("wb") as sparse:  # no blocks, but a copy would write 4 GiB
+        sparse.truncate(4 << 30)
+    with pytest.raises(OverQuota, match=r"capped at 1\.0 MiB"):
+        _private_copy(str(folders.downloads / "sparse.csv"), roots, files_dir, quota)
+
+
+def test_downloads_past_the_file_areas_cap_are_refused_by_their_apparent_size(
+    files_dir: Path, folders: BrowserFolders
+) -> None:
+    with (folders.downloads / "sparse.bin").open("wb") as sparse:
+        sparse.truncate(4 << 30)
+    (folders.downloads / "half.bin").write_bytes(b"h" * (600 << 10))
+    (folders.downloads / "more.bin").write_bytes(b"m" * (600 << 10))
+    (folders.downloads / "small.txt").write_bytes(b"s" * 1000)
+    moved = move_files(folders.downloads, files_dir / "downloads", AreaQuota.of(files_dir, 1))
+    assert sorted(path.name for path in moved.landed) == ["half.bin", "small.txt"]
+    assert sorted(refused.name for refused in moved.refused) == ["more.bin", "sparse.bin"]
+    assert all(isinstance(refused, OverQuota) and refused.limit == 1 << 20 for refused in moved.refused)
+    kept = sum(path.stat().st_size for path in (files_dir / "downloads").iterdir())
+    assert kept <= 1 << 20
+    assert sorted(path.name for path in folders.downloads.iterdir()) == ["more.bin", "sparse.bin"]
