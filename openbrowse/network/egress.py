@@ -51,7 +51,8 @@ HEAD_TIMEOUT = 15.0
 CONNECT_TIMEOUT = 10.0
 RESPONSE_HEAD_TIMEOUT = 120.0
 MAX_CONNECTIONS = 256
-"""Open client connections per enforcer; more are answered 503 (a script must not exhaust the server's fds)."""
+"""Open client connections per enforcer; more are answered 503 and closed at once, before they take anything of
+the process's descriptor budget (:mod:`.fd_budget`): one slot's flood leaves the others their share."""
 CONNECTION_FDS = 2
 """What one client connection may hold of the process's descriptor budget: itself and its upstream."""
 
@@ -222,7 +223,16 @@ class EgressEnforcer:
     # -- one client connection ------------------------------------------------------------------------------
     def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """A plain callback, so the connection's task is ours alone (asyncio never inspects how it ended)."""
-        if self._closed or not self._budget.try_acquire(CONNECTION_FDS, f"{self.label} egress"):
+        if self._closed:
+            writer.transport.abort()
+            return
+        if len(self._tasks) >= self._max_connections:
+            # answered and closed at once, holding nothing: a flood costs this slot its own connections only
+            self.stats.connections += 1
+            writer.write(simple_response(503, "Too many open connections through this proxy."))
+            writer.close()
+            return
+        if not self._budget.try_acquire(CONNECTION_FDS, f"{self.label} egress"):
             writer.transport.abort()
             return
         task = asyncio.get_running_loop().create_task(self._serve(reader, writer), name=f"{self.label}-conn")
@@ -237,10 +247,7 @@ class EgressEnforcer:
         self.stats.connections += 1
         clean = False
         try:
-            if len(self._tasks) > self._max_connections:
-                await self._answer(writer, simple_response(503, "Too many open connections through this proxy."))
-            else:
-                await self._handle(reader, writer)
+            await self._handle(reader, writer)
             clean = True
         except (ConnectionError, TimeoutError):
             pass
