@@ -57,7 +57,9 @@ async def test_the_vnc_stream_needs_the_slots_secret_and_has_no_tcp_port(setting
         assert (seam.stat().st_uid, seam.stat().st_gid, stat.S_IMODE(seam.stat().st_mode)) == (0, uid, 0o750)
         tokens = [p for p in seam.iterdir() if p.suffix == ".tokens"]
         assert tokens
-        assert all((p.stat().st_uid, p.stat().st_gid, stat.S_IMODE(p.stat().st_mode)) == (0, uid, 0o640) for p in tokens)
+        assert all(
+            (p.stat().st_uid, p.stat().st_gid, stat.S_IMODE(p.stat().st_mode)) == (0, uid, 0o640) for p in tokens
+        )
         secret = slot.novnc_ws_url.rsplit("token=", 1)[1]
         assert all(secret not in arg for p in instance_processes(settings) for arg in p.cmdline())
     assert not any(folder.glob("*.sock"))
