@@ -177,7 +177,10 @@ class SlotConfinement:
         if self.network is None or self._cdp_gate is not None:
             return
         gate = LoopbackGate(
-            f"slot-{self.layout.index} CDP gate", self.layout.cdp_port, self.network, screen=cdp_screen(version)
+            f"slot-{self.layout.index} CDP gate",
+            self.layout.cdp_port,
+            self.network,
+            screen=cdp_screen(version, self.layout.cdp_port),
         )
         gate.open()
         self._cdp_gate = gate

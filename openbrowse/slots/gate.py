@@ -41,6 +41,7 @@ GATE_FDS = 6
 """Descriptors one gate connection holds: the client, the upstream, and a pipe per direction."""
 HEAD_TIMEOUT = 10.0
 MAX_HEAD = 16 * 1024
+MAX_ONE_SHOT_BODY = 8 * 1024 * 1024
 JOIN_TIMEOUT = 8.0
 ACCEPTS_PER_WAKEUP = 64
 
@@ -48,10 +49,12 @@ ACCEPTS_PER_WAKEUP = 64
 @dataclass(frozen=True, slots=True)
 class HeadVerdict:
     """A screen's answer to a request head: ``reply`` is sent and the connection closed; else ``forward`` goes
-    upstream (the head itself, usually)."""
+    upstream (the head itself, usually). ``one_shot``: upstream answers that one request (with a
+    ``Content-Length``), the answer is passed on and the connection closed, so no second request on it is heard."""
 
     forward: bytes = b""
     reply: bytes | None = None
+    one_shot: bool = False
 
 
 HeadScreen = Callable[[bytes], HeadVerdict]
@@ -160,6 +163,7 @@ class LoopbackGate:
             )
             return
         forward = b""
+        one_shot = False
         if self.screen is not None:
             head = _read_head(pair.client)
             if head is None:
@@ -170,7 +174,7 @@ class LoopbackGate:
                 with contextlib.suppress(OSError):
                     pair.client.shutdown(socket.SHUT_WR)
                 return
-            forward = verdict.forward
+            forward, one_shot = verdict.forward, verdict.one_shot
         try:
             upstream = self.network.connect_here(self.port)  # this thread stays in the slot's namespace and ends
         except SlotUnreachable as exc:
@@ -182,6 +186,9 @@ class LoopbackGate:
             return
         if forward:
             upstream.sendall(forward)
+        if one_shot:
+            pair.client.sendall(_one_answer(upstream))
+            return
         pump(pair)
 
     # -- teardown -------------------------------------------------------------------------------------------
@@ -206,6 +213,28 @@ _UNAVAILABLE = (
     b"HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: 31\r\n\r\n"
     b"The slot's endpoint is not up.\n"
 )
+
+
+def _one_answer(upstream: socket.socket) -> bytes:
+    """One HTTP answer from ``upstream`` (head and ``Content-Length`` body), or a 502 when it is not one."""
+    data = _read_head(upstream)
+    if data is None:
+        return _UNAVAILABLE
+    head, _, body = data.partition(b"\r\n\r\n")
+    lengths = [line.split(b":", 1)[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")]
+    try:
+        length = int(lengths[0]) if lengths else -1
+    except ValueError:
+        length = -1
+    if not 0 <= length <= MAX_ONE_SHOT_BODY:
+        return _UNAVAILABLE
+    while len(body) < length:
+        chunk = upstream.recv(min(65536, length - len(body)))
+        if not chunk:
+            return _UNAVAILABLE
+        body += chunk
+    kept = [line for line in head.split(b"\r\n") if not line.lower().startswith(b"connection:")]
+    return b"\r\n".join([*kept, b"Connection: close"]) + b"\r\n\r\n" + body[:length]
 
 
 def _join_all(threads: list[threading.Thread], within: float) -> None:

@@ -106,13 +106,15 @@ async def test_rfb_greeting_through_the_proxied_socket(server: ServerProcess, li
         assert await asyncio.wait_for(ws.recv(), 10) == b"RFB 003.008\n"
     # the slot's noVNC and CDP ports exist, on loopback only (x11vnc has no TCP port, websockify wants the slot's
     # secret): only the authenticated bridge is public
-    pids = {proc.pid for proc in stack_processes(server)}
+    layout = slot_layout(server.slot_base)
+    assert server.process is not None  # a sandboxed slot's ports are the server's own gates
+    pids = {proc.pid for proc in stack_processes(server)} | {server.process.pid}
+    slot_ports = {layout.novnc_port, layout.cdp_port, layout.vnc_port}
     listening = [
         c.laddr
         for c in psutil.net_connections(kind="inet")
-        if c.status == psutil.CONN_LISTEN and c.pid in pids and c.laddr
+        if c.status == psutil.CONN_LISTEN and c.pid in pids and c.laddr and c.laddr.port in slot_ports
     ]
-    layout = slot_layout(server.slot_base)
     assert {layout.novnc_port, layout.cdp_port} <= {a.port for a in listening}
     assert layout.vnc_port not in {a.port for a in listening}
     assert {a.ip for a in listening} == {"127.0.0.1"}
