@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 import websockets
+from websockets.typing import Subprotocol
 
 from openbrowse.config import Settings
+from openbrowse.slots import confinement
 from openbrowse.slots.probes import loopback_http_json
 from openbrowse.slots.process import ManagedProcess
 from openbrowse.slots.sandbox import sandbox_problem
@@ -194,3 +196,17 @@ async def test_a_flood_on_the_egress_socket_leaves_the_server_and_other_slots_al
                 listener.accept()[0].close()
         assert output.strip().endswith("403"), output
         assert during - before <= 2 * 256 + 64, (before, during)
+
+
+async def test_unsandboxed_slots_keep_working_on_the_host_loopback(
+    data_dir: Path, base_index: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ALLOW_UNSANDBOXED (development only): no seam, no gates; Chromium and websockify on the host loopback."""
+    monkeypatch.setattr(confinement, "sandbox_problem", lambda: "a test says so")
+    settings = Settings(OPENBROWSE_DATA_DIR=data_dir, MAX_CONCURRENT_SESSIONS=1, ALLOW_UNSANDBOXED=True)
+    async with Slot(settings, base_index) as slot:
+        assert slot.network is None and slot.confinement.sandbox is None
+        status, version = await loopback_http_json(slot.cdp_port, "/json/version")
+        assert status == 200 and version["webSocketDebuggerUrl"] == slot.cdp_ws_url
+        async with websockets.connect(slot.novnc_ws_url, subprotocols=[Subprotocol("binary")]) as ws:
+            assert await asyncio.wait_for(ws.recv(), 10) == b"RFB 003.008\n"
