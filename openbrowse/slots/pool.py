@@ -45,6 +45,7 @@ from openbrowse.slots.ledger import Ledger, cleanup_leftovers
 from openbrowse.slots.slot import Slot
 from openbrowse.slots.slot_files import remove_scratch_dirs
 from openbrowse.slots.spares import Spare, SpareKeeper
+from openbrowse.slots.seam import seam_dir
 from openbrowse.slots.vnc_access import vnc_socket_dir
 
 if TYPE_CHECKING:
@@ -127,6 +128,7 @@ class SlotPool:
             self.ledger.reset()
             await asyncio.to_thread(remove_scratch_dirs, self.settings.run_dir)
             await asyncio.to_thread(shutil.rmtree, vnc_socket_dir(self.settings.run_dir), True)
+            await asyncio.to_thread(shutil.rmtree, seam_dir(self.settings.run_dir, 0).parent, True)  # root's alone
         except BaseException:
             self.ledger.unlock()
             raise
