@@ -42,10 +42,10 @@ from openbrowse.shielding import run_shielded
 from openbrowse.slots.foreign import describe_blockers, find_blockers
 from openbrowse.slots.lease import ReleaseCallback, SlotLease
 from openbrowse.slots.ledger import Ledger, cleanup_leftovers
+from openbrowse.slots.seam import seam_dir
 from openbrowse.slots.slot import Slot
 from openbrowse.slots.slot_files import remove_scratch_dirs
 from openbrowse.slots.spares import Spare, SpareKeeper
-from openbrowse.slots.seam import seam_dir
 from openbrowse.slots.vnc_access import vnc_socket_dir
 
 if TYPE_CHECKING:
