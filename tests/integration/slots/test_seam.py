@@ -7,7 +7,6 @@ import asyncio
 import os
 import socket
 import stat
-import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -22,6 +21,7 @@ from openbrowse.slots.probes import loopback_http_json
 from openbrowse.slots.process import ManagedProcess
 from openbrowse.slots.sandbox import sandbox_problem
 from openbrowse.slots.slot import Slot
+from tests.support.local_user import ask_as_nobody
 
 from .conftest import needs_display
 
@@ -101,32 +101,12 @@ async def test_a_fifo_planted_for_the_token_file_is_never_opened(settings: Setti
         assert not (_seam(slot) / "x").exists(), "the slot could write to the server's seam directory"
 
 
-NOBODY_ASKS = """
-import socket, sys
-data = b""
-try:
-    with socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10) as s:
-        s.sendall(sys.argv[2].encode() + b" HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nConnection: close\\r\\n\\r\\n")
-        while chunk := s.recv(65536):  # Chromium keeps the connection open after its answer: the timeout ends it
-            data += chunk
-except OSError as exc:
-    data += repr(exc).encode()
-sys.stdout.write(repr(data[:200]))
-"""
-
-
-def _as_nobody(port: int, request: str) -> str:
-    setpriv = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
-    argv = [*setpriv, "/usr/bin/python3", "-c", NOBODY_ASKS, str(port), request]
-    return subprocess.run(argv, capture_output=True, text=True, check=True, timeout=60).stdout
-
-
 async def test_another_local_user_gets_nothing_from_a_slots_devtools_or_live_view(
     settings: Settings, base_index: int
 ) -> None:
     async with Slot(settings, base_index) as slot:
-        devtools = await asyncio.to_thread(_as_nobody, slot.cdp_port, "GET /json/version")
-        live = await asyncio.to_thread(_as_nobody, slot.novnc_port, "GET /vnc.html")
+        devtools = await asyncio.to_thread(ask_as_nobody, slot.cdp_port, "GET /json/version")
+        live = await asyncio.to_thread(ask_as_nobody, slot.novnc_port, "GET /vnc.html")
         assert "webSocketDebuggerUrl" not in devtools and "HTTP/1.1" not in devtools, devtools
         assert "HTTP/1.1" not in live, live
         status, version = await loopback_http_json(slot.cdp_port, "/json/version")  # the server's own uid: served
