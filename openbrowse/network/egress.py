@@ -147,9 +147,15 @@ class EgressEnforcer:
 
         def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             if peer_uid is not None and (uid := _peer_uid(writer)) != peer_uid:
-                logger.warning(
-                    "%s refused a connection from uid %s (only uid %d may use it)", self.label, uid, peer_uid
-                )
+                self.stats.refused_peers += 1
+                if self.stats.refused_peers == 1 or self.stats.refused_peers % 100 == 0:  # a flood floods no log
+                    logger.warning(
+                        "%s refused a connection from uid %s (only uid %d may use it; %d refused)",
+                        self.label,
+                        uid,
+                        peer_uid,
+                        self.stats.refused_peers,
+                    )
                 writer.transport.abort()
                 return
             self._accept(reader, writer)

@@ -158,9 +158,13 @@ class LoopbackGate:
         uid = loopback_peer_uid(pair.client)  # before entering the slot's namespace: the table asked is the host's
         if uid not in self.allowed_uids:
             self.refused_peers += 1
-            logger.warning(
-                "%s refused a connection from uid %s (only the server's own uid may connect)", self.name, uid
-            )
+            if self.refused_peers == 1 or self.refused_peers % 100 == 0:  # a stranger's flood must not flood the log
+                logger.warning(
+                    "%s refused a connection from uid %s (only the server's own uid may connect; %d refused)",
+                    self.name,
+                    uid,
+                    self.refused_peers,
+                )
             return
         forward = b""
         one_shot = False

@@ -258,7 +258,7 @@ async def test_a_connection_from_another_uid_is_closed_unanswered(tmp_path: Path
         except ConnectionError:
             answer = b""
         assert answer == b""
-        assert enforcer.stats.connections == 0
+        assert (enforcer.stats.connections, enforcer.stats.refused_peers) == (0, 1)
 
 
 async def test_aclose_ends_open_tunnels_and_stops_listening() -> None:

@@ -128,6 +128,7 @@ async def test_only_the_slots_uid_may_use_its_egress_socket(settings: Settings, 
             answer = b""
         writer.close()
         assert answer == b""
+        assert slot.confinement.egress is not None and slot.confinement.egress.stats.refused_peers >= 1
 
 
 FLOOD = """
