@@ -191,7 +191,11 @@ class LoopbackGate:
         if forward:
             upstream.sendall(forward)
         if one_shot:
-            pair.client.sendall(_one_answer(upstream))
+            try:
+                answer = _one_answer(upstream)
+            except OSError:  # accepted by a listener on its way out, then reset
+                answer = _UNAVAILABLE
+            pair.client.sendall(answer)
             return
         pump(pair)
 

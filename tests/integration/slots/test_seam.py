@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import socket
 import stat
 import sys
@@ -191,3 +192,18 @@ async def test_unsandboxed_slots_keep_working_on_the_host_loopback(
         assert status == 200 and version["webSocketDebuggerUrl"] == slot.cdp_ws_url
         async with websockets.connect(slot.novnc_ws_url, subprotocols=[Subprotocol("binary")]) as ws:
             assert await asyncio.wait_for(ws.recv(), 10) == b"RFB 003.008\n"
+
+
+async def test_a_pinned_endpoint_that_is_gone_fails_at_once(settings: Settings, base_index: int) -> None:
+    """Chromium gone (here: killed): the CDP gate has nothing to connect to and says so, it does not hang."""
+    async with Slot(settings, base_index) as slot:
+        chromium = next(p for p in slot.processes() if p.name == "Chromium")
+        died = slot.died
+        assert chromium.pid is not None
+        os.killpg(chromium.pid, signal.SIGKILL)
+        await died
+        status, _ = await loopback_http_json(slot.cdp_port, "/json/list")
+        assert status == 502
+        with pytest.raises((websockets.InvalidHandshake, websockets.ConnectionClosed, ConnectionError)):
+            async with websockets.connect(slot.cdp_ws_url, open_timeout=None) as ws:
+                await ws.recv()
