@@ -44,6 +44,7 @@ MAX_HEAD = 16 * 1024
 MAX_ONE_SHOT_BODY = 8 * 1024 * 1024
 JOIN_TIMEOUT = 8.0
 ACCEPTS_PER_WAKEUP = 64
+ACCEPT_RETRY_DELAY = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +128,9 @@ class LoopbackGate:
                 return
             except OSError as exc:
                 if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    # the backlog stays readable: pause accepting for a moment instead of spinning (as asyncio does)
                     logger.warning("%s could not accept: %s", self.name, exc)
+                    self._pause_accepting()
                 return
             if self._closed or not self.budget.try_acquire(GATE_FDS, self.name):
                 client.close()
@@ -137,7 +140,26 @@ class LoopbackGate:
             with self._lock:
                 self._pairs.add(pair)
                 self._threads.add(thread)
-            thread.start()
+            try:
+                thread.start()
+            except RuntimeError:  # no thread to be had: this connection is refused like one over budget
+                with self._lock:
+                    self._pairs.discard(pair)
+                    self._threads.discard(thread)
+                pair.close()
+                self.budget.release(GATE_FDS)
+
+    def _pause_accepting(self) -> None:
+        listener, loop = self._listener, self._loop
+        if listener is None or loop is None:
+            return
+        loop.remove_reader(listener.fileno())
+
+        def resume() -> None:
+            if self._listener is listener and not self._closed:
+                loop.add_reader(listener.fileno(), self._accept)
+
+        loop.call_later(ACCEPT_RETRY_DELAY, resume)
 
     # -- in the connection's own thread ---------------------------------------------------------------------
     def _serve(self, pair: SocketPair) -> None:
