@@ -81,6 +81,8 @@ def pump(pair: SocketPair) -> None:
     upstream = pair.upstream
     for sock in (pair.client, upstream):
         sock.setblocking(True)
+        # a relay must not hold a small CDP message back for an ACK (Nagle against delayed ACKs: 40 ms stalls)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     back = threading.Thread(target=_copy, args=(upstream, pair.client, pair), name="gate-back", daemon=True)
     back.start()
     try:
