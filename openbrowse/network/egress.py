@@ -19,12 +19,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import socket
-import stat
+import struct
 from collections.abc import Callable, Iterable
-from pathlib import Path
 
+from openbrowse.network.fd_budget import FD_BUDGET, FdBudget
 from openbrowse.network.hosts import Endpoint, IPAddress, parse_authority, parse_target
 from openbrowse.network.local import claim_service_port, release_service_port
 from openbrowse.network.policy import NetworkRules
@@ -52,7 +51,10 @@ HEAD_TIMEOUT = 15.0
 CONNECT_TIMEOUT = 10.0
 RESPONSE_HEAD_TIMEOUT = 120.0
 MAX_CONNECTIONS = 256
-"""Open client connections per enforcer; more are answered 503 (a script must not exhaust the server's fds)."""
+"""Open client connections per enforcer; more are answered 503 and closed at once, before they take anything of
+the process's descriptor budget (:mod:`.fd_budget`): one slot's flood leaves the others their share."""
+CONNECTION_FDS = 2
+"""What one client connection may hold of the process's descriptor budget: itself and its upstream."""
 
 LINGER_SECONDS = 2.0
 LINGER_BYTES = 1024 * 1024
@@ -64,38 +66,16 @@ class UpstreamUnreachable(Exception):
     """No checked address of the destination accepted a connection in time."""
 
 
-def _bind_unix(path: Path, owner_uid: int | None) -> tuple[socket.socket, int]:
-    """A bound, not yet listening Unix socket at ``path`` (mode 0600, chowned); and its inode.
-
-    The directory may be shared with the sandbox, so nothing here follows a symlink put in the socket's place.
-    """
-    with contextlib.suppress(FileNotFoundError):
-        if stat.S_ISSOCK(os.lstat(path).st_mode):
-            path.unlink()  # a stale socket of an earlier run of this slot
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _peer_uid(writer: asyncio.StreamWriter) -> int | None:
+    """The uid of the process that connected to a Unix socket (``SO_PEERCRED``), or None when unknown."""
+    sock = writer.get_extra_info("socket")
+    if sock is None or sock.family != socket.AF_UNIX:
+        return None
     try:
-        sock.bind(str(path))
-        os.chmod(path, stat.S_IRUSR | stat.S_IWUSR, follow_symlinks=False)  # before listen(): nobody connects yet
-        if owner_uid is not None:
-            os.chown(path, owner_uid, -1, follow_symlinks=False)
-        info = os.lstat(path)
-        if not stat.S_ISSOCK(info.st_mode):
-            raise OSError(f"{path} was replaced while the egress socket was being set up")
-        return sock, info.st_ino
-    except NotImplementedError as exc:  # chmod refuses a symlink: the socket was swapped under us
-        sock.close()
-        raise OSError(f"{path} was replaced while the egress socket was being set up") from exc
-    except BaseException:
-        sock.close()
-        raise
-
-
-def _unlink_if(path: Path, inode: int) -> None:
-    """Remove our socket file, unless something else has been put at ``path`` since."""
-    with contextlib.suppress(OSError):
-        info = os.lstat(path)
-        if stat.S_ISSOCK(info.st_mode) and info.st_ino == inode:
-            path.unlink()
+        _, uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    except OSError:
+        return None
+    return int(uid)
 
 
 async def _lingering_close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -129,16 +109,17 @@ class EgressEnforcer:
         label: str = "egress",
         exempt_urls: Iterable[str] = (),
         max_connections: int = MAX_CONNECTIONS,
+        budget: FdBudget = FD_BUDGET,
     ) -> None:
         self.rules = rules
         self.label = label
         self.stats = TrafficStats()
         self._exempt = frozenset(exempt_urls)
         self._max_connections = max_connections
+        self._budget = budget
         self._listeners: list[RefusalListener] = []
         self._servers: list[asyncio.Server] = []
         self._tasks: set[asyncio.Task[None]] = set()
-        self._unix_paths: list[tuple[Path, int]] = []
         self._tcp_ports: list[int] = []
         self._started = False
         self._closed = False
@@ -158,18 +139,33 @@ class EgressEnforcer:
             raise RuntimeError(f"{self.label} egress enforcer was closed")
         self._started = True
 
-    async def listen_unix(self, path: Path, owner_uid: int | None = None) -> None:
-        """Serve on a Unix socket at ``path``, mode 0600, owned by ``owner_uid`` (the sandbox's uid) if given."""
+    async def listen_unix(self, sock: socket.socket, *, peer_uid: int | None = None) -> None:
+        """Serve on a bound Unix socket (its owner made it where only the slot can reach it: the seam directory,
+        :mod:`openbrowse.slots.seam`). With ``peer_uid``, a connection from any other uid (``SO_PEERCRED``) is
+        closed unanswered. The enforcer owns ``sock`` from here on; whoever bound it removes the file."""
         await self.start()
-        sock, inode = _bind_unix(path, owner_uid)
+
+        def accept(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            if peer_uid is not None and (uid := _peer_uid(writer)) != peer_uid:
+                self.stats.refused_peers += 1
+                if self.stats.refused_peers == 1 or self.stats.refused_peers % 100 == 0:  # a flood floods no log
+                    logger.warning(
+                        "%s refused a connection from uid %s (only uid %d may use it; %d refused)",
+                        self.label,
+                        uid,
+                        peer_uid,
+                        self.stats.refused_peers,
+                    )
+                writer.transport.abort()
+                return
+            self._accept(reader, writer)
+
         try:
-            server = await asyncio.start_unix_server(self._accept, sock=sock, limit=MAX_HEAD_BYTES)
+            server = await asyncio.start_unix_server(accept, sock=sock, limit=MAX_HEAD_BYTES)
         except BaseException:
             sock.close()
-            _unlink_if(path, inode)
             raise
         self._servers.append(server)
-        self._unix_paths.append((path, inode))
 
     async def listen_tcp(self, host: str = "127.0.0.1") -> int:
         """Serve on ``host`` at an ephemeral port and return it (for slots run unsandboxed)."""
@@ -201,8 +197,6 @@ class EgressEnforcer:
             await server.wait_closed()
         for port in self._tcp_ports:
             release_service_port(port)
-        for path, inode in self._unix_paths:
-            _unlink_if(path, inode)
 
     async def __aenter__(self) -> EgressEnforcer:
         await self.start()
@@ -238,18 +232,28 @@ class EgressEnforcer:
         if self._closed:
             writer.transport.abort()
             return
+        if len(self._tasks) >= self._max_connections:
+            # answered and closed at once, holding nothing: a flood costs this slot its own connections only
+            self.stats.connections += 1
+            writer.write(simple_response(503, "Too many open connections through this proxy."))
+            writer.close()
+            return
+        if not self._budget.try_acquire(CONNECTION_FDS, f"{self.label} egress"):
+            writer.transport.abort()
+            return
         task = asyncio.get_running_loop().create_task(self._serve(reader, writer), name=f"{self.label}-conn")
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._budget.release(CONNECTION_FDS)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.stats.connections += 1
         clean = False
         try:
-            if len(self._tasks) > self._max_connections:
-                await self._answer(writer, simple_response(503, "Too many open connections through this proxy."))
-            else:
-                await self._handle(reader, writer)
+            await self._handle(reader, writer)
             clean = True
         except (ConnectionError, TimeoutError):
             pass

@@ -18,6 +18,8 @@ class TrafficStats:
 
     connections: int = 0
     refused: int = 0
+    refused_peers: int = 0
+    """Connections closed unanswered because they came from another uid than the slot's."""
     bytes_sent: int = 0
     bytes_received: int = 0
 

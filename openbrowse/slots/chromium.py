@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
     from openbrowse.config import Settings
+    from openbrowse.slots.netns import SlotNetwork
 
 __all__ = [
     "LIGHT_FLAGS",
@@ -194,13 +195,16 @@ def chromium_argv(
     return argv
 
 
-async def ensure_single_active_tab(port: int, *, within: float = TAB_READY_TIMEOUT) -> str:
-    """Wait for the first page target, close any other page, activate the one left; return its target id."""
+async def ensure_single_active_tab(
+    port: int, *, within: float = TAB_READY_TIMEOUT, network: SlotNetwork | None = None
+) -> str:
+    """Wait for the first page target, close any other page, activate the one left; return its target id.
+    ``network``: the slot's namespace, where a sandboxed Chromium listens."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + within
     delay = 0.005
     while True:
-        status, targets = await loopback_http_json(port, "/json/list")
+        status, targets = await loopback_http_json(port, "/json/list", network=network)
         pages: list[dict[str, Any]] = (
             [t for t in targets if isinstance(t, dict) and t.get("type") == "page"] if status == 200 else []
         )
@@ -213,8 +217,8 @@ async def ensure_single_active_tab(port: int, *, within: float = TAB_READY_TIMEO
     keep, extra = pages[0], pages[1:]
     for target in extra:
         logger.info("Closing extra Chromium tab %s (%s)", target.get("id"), target.get("url"))
-        await loopback_http_json(port, f"/json/close/{target['id']}")
-    await loopback_http_json(port, f"/json/activate/{keep['id']}")
+        await loopback_http_json(port, f"/json/close/{target['id']}", network=network)
+    await loopback_http_json(port, f"/json/activate/{keep['id']}", network=network)
     return str(keep["id"])
 
 
@@ -237,6 +241,8 @@ class BrowserProcess:
     """Enters the slot's sandbox (spec §24.2); Chromium then keeps its own sandbox on."""
     owner_uid: int | None = None
     """The sandbox uid that must own the fresh profile."""
+    network: SlotNetwork | None = None
+    """The sandbox's network namespace, where Chromium's DevTools port is (None: the host's loopback)."""
     extra_args: Sequence[str] = ()
     process: ManagedProcess | None = field(default=None, init=False)
     version: dict[str, Any] | None = field(default=None, init=False)
@@ -280,10 +286,10 @@ class BrowserProcess:
 
     async def wait_ready(self) -> None:
         assert self.process is not None
-        probe = CdpVersionProbe(self.cdp_port)
+        probe = CdpVersionProbe(self.cdp_port, self.network)
         await self.process.wait_ready(probe, within=self.ready_timeout)
-        self.version = probe.version
-        self.target_id = await ensure_single_active_tab(self.cdp_port)
+        self.version = probe.version  # pinned: read before anything untrusted ran in the slot, never again
+        self.target_id = await ensure_single_active_tab(self.cdp_port, network=self.network)
 
     async def aclose(self) -> None:
         if self.process is not None:

@@ -1,5 +1,6 @@
-"""Everything that keeps one slot's untrusted processes in their box (spec §24): the sandbox, the relays across
-its network boundary, the egress enforcer and the limit watcher, brought up before Xvfb and torn down after it.
+"""Everything that keeps one slot's untrusted processes in their box (spec §24): the sandbox, its seam directory
+(:mod:`.seam`), the handle on its network namespace (:mod:`.netns`) and the host-side CDP gate (:mod:`.gate`), the
+egress enforcer and its relay, and the limit watcher, brought up before Xvfb and torn down after it.
 
 :meth:`SlotConfinement.decide` picks the mode once per start: sandboxed when the host allows it (the default),
 unsandboxed only when it does not *and* ``ALLOW_UNSANDBOXED=1`` (with a warning, spec §24.2); otherwise the start
@@ -14,19 +15,22 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from openbrowse.network.egress import EgressEnforcer
 from openbrowse.network.policy import NetworkRules
 from openbrowse.shielding import run_shielded
+from openbrowse.slots.cdp_pin import cdp_screen
 from openbrowse.slots.cgroups import CgroupLimits, SlotCgroup
 from openbrowse.slots.display import Confinement
 from openbrowse.slots.font_cache import shared_font_cache
-from openbrowse.slots.forwarders import EGRESS_PROXY_PORT, egress_relay, host_relay, inside_relay
+from openbrowse.slots.forwarders import EGRESS_PROXY_PORT, egress_relay
+from openbrowse.slots.gate import LoopbackGate
 from openbrowse.slots.ledger import instance_id
 from openbrowse.slots.limits import LimitWatcher
-from openbrowse.slots.probes import UnixSocketProbe
+from openbrowse.slots.netns import SlotNetwork
 from openbrowse.slots.sandbox import SandboxUnavailable, SlotSandbox, sandbox_problem
+from openbrowse.slots.seam import SeamDir, seam_dir
 from openbrowse.slots.slot_files import child_environment
 
 if TYPE_CHECKING:
@@ -39,7 +43,6 @@ __all__ = ["SlotConfinement", "report_sandbox", "unsandboxed_warning"]
 
 logger = logging.getLogger(__name__)
 
-RELAY_READY_TIMEOUT = 5.0
 _warned = False
 
 
@@ -68,18 +71,22 @@ class SlotConfinement:
     """The sandbox side of one :class:`~openbrowse.slots.slot.Slot` (one instance per slot, reused across starts)."""
 
     def __init__(self, settings: Settings, layout: SlotLayout, directory: Path, socket_dir: Path, tag: str) -> None:
+        """``socket_dir`` is the slot's scratch dir (writable by the slot; the server never touches what is in it)."""
         self.settings = settings
         self.layout = layout
         self.directory = directory
         self.socket_dir = socket_dir
         self.tag = tag
         self.uid = settings.SANDBOX_UID_BASE + layout.index
+        self.seam = SeamDir(seam_dir(settings.run_dir, layout.index), gid=self.uid)
         self.sandboxed = False
         self.sandbox: SlotSandbox | None = None
+        self.network: SlotNetwork | None = None
+        """The sandbox's network namespace, opened once at its start (None unsandboxed)."""
         self.egress: EgressEnforcer | None = None
         self.relays: list[ManagedProcess] = []
         self._limits: LimitWatcher | None = None
-        self._cdp_relay: ManagedProcess | None = None
+        self._cdp_gate: LoopbackGate | None = None
         self._proxy_port = EGRESS_PROXY_PORT
         self.warning_listeners: list[Callable[[str], None]] = []
         """Called with one sentence when the sandbox hits a cap without ending (the session's feed listens)."""
@@ -126,11 +133,13 @@ class SlotConfinement:
         limits = CgroupLimits(self.settings.SLOT_MEMORY_MB, self.settings.SLOT_PIDS, self.settings.SLOT_CPU)
         cgroup = SlotCgroup(f"{instance_id(self.settings.run_dir)}-{self.layout.index}", limits)
         font_cache = await asyncio.to_thread(shared_font_cache, self.settings.run_dir)
-        self.sandbox = SlotSandbox(
+        await asyncio.to_thread(self.seam.open)
+        sandbox = self.sandbox = SlotSandbox(
             f"slot-{self.layout.index}",
             uid=self.uid,
             writable=[self.directory],
             socket_dir=self.socket_dir,
+            seam=self.seam,
             home=self.directory,
             cgroup=cgroup,
             hidden=[self.settings.data_dir, self.settings.OPENBROWSE_HOME / ".env"],
@@ -141,23 +150,19 @@ class SlotConfinement:
             on_spawn=on_spawn,
             on_exit=on_exit,
         )
-        await self.sandbox.start()
-        egress_socket = self.socket_dir / "egress.sock"
-        await self.egress.listen_unix(egress_socket, owner_uid=self.uid)
+        await sandbox.start()
+        assert sandbox.holder_pid is not None
+        self.network = await asyncio.to_thread(
+            SlotNetwork.open, f"slot-{self.layout.index}", sandbox.holder_pid, lambda: sandbox.running
+        )
+        egress_socket = await asyncio.to_thread(self.seam.bind_socket, "egress.sock")
+        await self.egress.listen_unix(egress_socket, peer_uid=self.uid)
         await self.egress.start()
-        cdp_socket = self.socket_dir / "cdp.sock"
         env = self.environment(child_environment(self.tag))
-        wrap = self.sandbox.command
-        inside = [
-            inside_relay("CDP", cdp_socket, self.layout.cdp_port).process(env, wrap=wrap, on_exit=on_exit),
-            egress_relay(egress_socket).process(env, wrap=wrap, on_exit=on_exit),
-        ]
-        outside = host_relay("CDP", self.layout.cdp_port, cdp_socket).process(env, on_exit=on_exit)
-        for relay in (*inside, outside):
-            relay.start()
-            on_spawn(relay)
-            self.relays.append(relay)
-        self._cdp_relay = inside[0]
+        relay = egress_relay(self.seam.path / "egress.sock").process(env, wrap=sandbox.command, on_exit=on_exit)
+        relay.start()
+        on_spawn(relay)
+        self.relays.append(relay)
         self._limits = LimitWatcher(
             f"slot-{self.layout.index}",
             cgroup,
@@ -167,12 +172,19 @@ class SlotConfinement:
             on_exceeded=on_exceeded,
         )
 
-    async def wait_relays(self) -> None:
-        """Wait until the CDP relay inside listens. Not part of :meth:`start`: socat boots while Xvfb and Chromium
-        do, and nothing needs the relay before Chromium answers on its port."""
-        relay, self._cdp_relay = self._cdp_relay, None
-        if relay is not None:
-            await relay.wait_ready(UnixSocketProbe(self.socket_dir / "cdp.sock"), within=RELAY_READY_TIMEOUT)
+    def open_cdp_gate(self, version: dict[str, Any]) -> None:
+        """Put the sandboxed Chromium's DevTools on its host loopback port, for the server's uid only, with the
+        ``/json/version`` it gave at its start pinned (:mod:`.cdp_pin`). Nothing when unsandboxed."""
+        if self.network is None or self._cdp_gate is not None:
+            return
+        gate = LoopbackGate(
+            f"slot-{self.layout.index} CDP gate",
+            self.layout.cdp_port,
+            self.network,
+            screen=cdp_screen(version, self.layout.cdp_port),
+        )
+        gate.open()
+        self._cdp_gate = gate
 
     def watch_limits(self) -> None:
         if self._limits is not None:
@@ -194,7 +206,8 @@ class SlotConfinement:
     def display_confinement(self) -> Confinement | None:
         if self.sandbox is None:
             return None
-        return Confinement(self.sandbox.command, self.socket_dir, self.uid)
+        assert self.network is not None
+        return Confinement(self.sandbox.command, self.socket_dir, self.uid, self.seam, self.network)
 
     def environment(self, base: Mapping[str, str]) -> dict[str, str]:
         return self.sandbox.environment(base) if self.sandbox is not None else dict(base)
@@ -217,14 +230,17 @@ class SlotConfinement:
 
     # -- stop -----------------------------------------------------------------------------------------------
     async def aclose(self) -> None:
-        """The holder (which ends everything inside at once), then the host-side relays and the enforcer; shielded."""
+        """The CDP gate, the holder (which ends everything inside at once), the relay, the enforcer, the seam dir;
+        shielded."""
         await run_shielded(self._close())
 
     async def _close(self) -> None:
         if self._limits is not None:
             await self._limits.aclose()
             self._limits = None
-        self._cdp_relay = None
+        gate, self._cdp_gate = self._cdp_gate, None
+        if gate is not None:
+            await gate.aclose()
         relays, self.relays = self.relays, []
         for relay in relays:
             relay.expect_exit()
@@ -234,8 +250,10 @@ class SlotConfinement:
             self.sandbox = None
         for relay in relays:
             await relay.aclose()
+        network, self.network = self.network, None
+        if network is not None:
+            network.close()
         if self.egress is not None:
             await self.egress.aclose()
             self.egress = None
-        for name in ("cdp.sock", "egress.sock", "novnc.sock"):
-            (self.socket_dir / name).unlink(missing_ok=True)
+        await asyncio.to_thread(self.seam.close)

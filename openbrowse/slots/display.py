@@ -7,7 +7,7 @@
 * websockify ``--web <NOVNC_WEB_DIR> --token-plugin TokenFile --token-source <dir>/<i>.tokens
   127.0.0.1:<novnc>``: it only bridges a client that presents the slot's secret (see
   :mod:`openbrowse.slots.vnc_access`; :attr:`DisplayStack.ws_url` carries it). It does not need the X server,
-  so it may be spawned at the same time as Xvfb (:meth:`spawn_websockify`); it is the slowest of the three.
+  so it may be spawned at the same time as Xvfb (:meth:`start_websockify`); it is the slowest of the three.
 
 x11vnc and websockify are not essential to a running browser: if either dies, :meth:`ensure_vnc` (idempotent,
 lock-guarded) starts it again. View-only mode is switched at run time through x11vnc's remote-control
@@ -26,15 +26,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from openbrowse.errors import ProcessStartError
-from openbrowse.slots.forwarders import host_relay, inside_relay
+from openbrowse.slots.gate import LoopbackGate
 from openbrowse.slots.layout import SCREEN_DEPTH, SCREEN_HEIGHT, SCREEN_WIDTH, SlotLayout
-from openbrowse.slots.probes import DisplayFdProbe, HttpAnswerProbe, TcpPortProbe, UnixSocketProbe
+from openbrowse.slots.probes import DisplayFdProbe, LiveViewProbe
 from openbrowse.slots.process import ManagedProcess, ProcessHook
 from openbrowse.slots.vnc_access import VncAccess
 from openbrowse.slots.x_files import remove_dead_x_files
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from openbrowse.slots.netns import SlotNetwork
+    from openbrowse.slots.seam import SeamDir
 
 __all__ = ["Confinement", "DisplayStack"]
 
@@ -45,11 +48,14 @@ XVFB_READY_TIMEOUT = 10.0
 
 @dataclass(frozen=True, slots=True)
 class Confinement:
-    """How a sandboxed slot's display processes run: ``wrap`` enters the sandbox; sockets go in ``socket_dir``."""
+    """How a sandboxed slot's display processes run: ``wrap`` enters the sandbox; x11vnc's socket goes in the
+    slot-writable ``socket_dir``, the token file in the read-only ``seam``; ``network`` reaches websockify."""
 
     wrap: Callable[[list[str]], list[str]]
     socket_dir: Path
     uid: int
+    seam: SeamDir
+    network: SlotNetwork
 
 
 VNC_READY_TIMEOUT = 10.0
@@ -77,8 +83,8 @@ class DisplayStack:
         self.env = dict(env)
         self.screen = screen
         self.confinement = confinement
-        self.access = VncAccess(socket_dir, layout.index, None if confinement is None else confinement.uid)
-        self._relays: list[ManagedProcess] = []
+        self.access = VncAccess(socket_dir, layout.index, None if confinement is None else confinement.seam)
+        self._gate: LoopbackGate | None = None
         self._view_only = view_only
         self._on_spawn = on_spawn
         self._on_exit = on_exit
@@ -171,46 +177,31 @@ class DisplayStack:
         argv.append(f"127.0.0.1:{self.layout.novnc_port}")
         return argv
 
-    def spawn_websockify(self) -> ManagedProcess | None:
-        """Spawn websockify unless it is running; return the new process (None if nothing was spawned)."""
+    async def start_websockify(self) -> ManagedProcess | None:
+        """Write the token file (in a thread) and spawn websockify unless it is running; return the new process
+        (None if nothing was spawned). In a sandbox, open the host-side gate to its port as well."""
         if self.websockify is not None and self.websockify.running:
             return None
-        self.access.write_token_file()
+        await asyncio.to_thread(self.access.write_token_file)
         self.websockify = self._process("websockify", self._websockify_argv())
         self.websockify.start()
-        self._spawn_relays()
+        self._open_gate()
         return self.websockify
 
-    @property
-    def relays(self) -> list[ManagedProcess]:
-        """The live view's socat relays (sandboxed slots only)."""
-        return list(self._relays)
-
-    def _spawn_relays(self) -> None:
-        """In a sandbox, websockify's port lives in the slot's namespace: relay it to the same port on the host."""
-        if self.confinement is None:
+    def _open_gate(self) -> None:
+        """In a sandbox, websockify's port lives in the slot's namespace: our gate puts it on the same host port,
+        for the server's own uid only (see :mod:`.gate`)."""
+        if self.confinement is None or self._gate is not None:
             return
-        for relay in self._relays:
-            if not relay.running:
-                self._relays.remove(relay)
-        if self._relays:
-            return
-        path = self.confinement.socket_dir / "novnc.sock"
-        inside = inside_relay("noVNC", path, self.layout.novnc_port).process(
-            self.env, wrap=self.confinement.wrap, on_spawn=self._on_spawn, on_exit=self._on_exit
-        )
-        outside = host_relay("noVNC", self.layout.novnc_port, path).process(
-            self.env, on_spawn=self._on_spawn, on_exit=self._on_exit
-        )
-        for relay in (inside, outside):
-            relay.start()
-            self._relays.append(relay)
+        gate = LoopbackGate(f"slot-{self.layout.index} noVNC gate", self.layout.novnc_port, self.confinement.network)
+        gate.open()
+        self._gate = gate
 
-    def spawn_x11vnc(self) -> ManagedProcess | None:
+    async def start_x11vnc(self) -> ManagedProcess | None:
         """Spawn x11vnc unless it is running (Xvfb must be ready); return the new process or None."""
         if self.x11vnc is not None and self.x11vnc.running:
             return None
-        self.access.clear_socket()
+        await asyncio.to_thread(self.access.clear_socket)
         self.x11vnc = self._process("x11vnc", self._x11vnc_argv())
         self.x11vnc.start()
         return self.x11vnc
@@ -218,20 +209,21 @@ class DisplayStack:
     async def wait_vnc(self, within: float = VNC_READY_TIMEOUT) -> None:
         assert self.x11vnc is not None
         assert self.websockify is not None
-        await self.x11vnc.wait_ready(UnixSocketProbe(self.access.socket_path), within=within)
-        port = self.layout.novnc_port
-        probe = TcpPortProbe(port) if self.confinement is None else HttpAnswerProbe(port)
+        network = None if self.confinement is None else self.confinement.network
+        probe = LiveViewProbe(self.layout.novnc_port, self.access.secret, network)
         await self.websockify.wait_ready(probe, within=within)
+        if not self.x11vnc.running:
+            raise ProcessStartError(f"x11vnc on {self.layout.display} exited", stderr_tail=self.x11vnc.output_tail())
 
     async def ensure_vnc(self, within: float = VNC_READY_TIMEOUT) -> None:
         """Make sure x11vnc and websockify run and accept connections; (re)start whichever is missing."""
         if self.xvfb is None or not self.xvfb.running:
             raise ProcessStartError(f"Cannot start the live view of display {self.layout.display}: Xvfb is not running")
         async with self._vnc_lock:
-            stale = [p for p in (self.x11vnc, self.websockify, *self._relays) if p is not None and not p.running]
+            stale = [p for p in (self.x11vnc, self.websockify) if p is not None and not p.running]
             for process in stale:
                 await process.aclose()  # reap leftovers of a crashed one (already dead; just releases its fds)
-            spawned = [self.spawn_websockify(), self.spawn_x11vnc()]
+            spawned = [await self.start_websockify(), await self.start_x11vnc()]
             if any(spawned) or not self._vnc_proven:
                 # Only a new pair is probed: the x11vnc probe is a VNC client connection, which x11vnc serves
                 # one at a time (about 0.1 s each); probing on every viewer or asset fetch queued the real
@@ -288,11 +280,13 @@ class DisplayStack:
 
     async def stop_vnc(self) -> None:
         self._vnc_proven = False
-        relays, self._relays = self._relays, []
-        for process in (*relays, self.websockify, self.x11vnc):
+        gate, self._gate = self._gate, None
+        if gate is not None:
+            await gate.aclose()
+        for process in (self.websockify, self.x11vnc):
             if process is not None:
                 await process.aclose()
-        self.access.remove()
+        await asyncio.to_thread(self.access.remove)
 
     async def aclose(self) -> None:
         """Stop websockify, x11vnc, then Xvfb (each shielded); remove the X files a SIGKILLed Xvfb left."""

@@ -42,6 +42,7 @@ from openbrowse.shielding import run_shielded
 from openbrowse.slots.foreign import describe_blockers, find_blockers
 from openbrowse.slots.lease import ReleaseCallback, SlotLease
 from openbrowse.slots.ledger import Ledger, cleanup_leftovers
+from openbrowse.slots.seam import seam_dir
 from openbrowse.slots.slot import Slot
 from openbrowse.slots.slot_files import release_slot_mounts, remove_scratch_dirs
 from openbrowse.slots.spares import Spare, SpareKeeper
@@ -128,6 +129,7 @@ class SlotPool:
             self.ledger.reset()
             await asyncio.to_thread(remove_scratch_dirs, self.settings.run_dir)
             await asyncio.to_thread(shutil.rmtree, vnc_socket_dir(self.settings.run_dir), True)
+            await asyncio.to_thread(shutil.rmtree, seam_dir(self.settings.run_dir, 0).parent, True)  # root's alone
         except BaseException:
             self.ledger.unlock()
             raise

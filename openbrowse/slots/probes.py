@@ -16,13 +16,21 @@ import json
 import os
 from typing import TYPE_CHECKING, Any, Protocol
 
+from websockets.asyncio.client import connect as websocket_connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
+from websockets.typing import Subprotocol
+
+from openbrowse.slots.netns import SlotUnreachable
+
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from openbrowse.slots.netns import SlotNetwork
 
 __all__ = [
     "CdpVersionProbe",
     "DisplayFdProbe",
-    "HttpAnswerProbe",
+    "LiveViewProbe",
     "Probe",
     "TcpPortProbe",
     "UnixSocketProbe",
@@ -68,35 +76,6 @@ class TcpPortProbe:
             return False
         await _close_writer(writer)
         return True
-
-
-class HttpAnswerProbe:
-    """Ready when an HTTP server answers on ``127.0.0.1:port``: a relay accepts connections before the server
-    behind it is up, so a plain TCP connect proves nothing there."""
-
-    def __init__(self, port: int, within: float = 1.0) -> None:
-        self.port = port
-        self.within = within
-
-    @property
-    def description(self) -> str:
-        return f"an HTTP answer on 127.0.0.1:{self.port}"
-
-    async def __call__(self) -> bool:
-        try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", self.port)
-        except OSError:
-            return False
-        try:
-            writer.write(b"HEAD / HTTP/1.0\r\n\r\n")
-            await writer.drain()
-            async with asyncio.timeout(self.within):
-                status = await reader.readline()
-        except (OSError, TimeoutError):
-            return False
-        finally:
-            await _close_writer(writer)
-        return status.startswith(b"HTTP/")
 
 
 class XSocketProbe:
@@ -159,13 +138,23 @@ class DisplayFdProbe:
             os.close(fd)
 
 
-async def loopback_http_json(port: int, path: str, *, method: str = "GET", within: float = 2.0) -> tuple[int, Any]:
-    """``method path`` on ``127.0.0.1:port``; returns ``(status, parsed JSON body or text)``.
+async def loopback_http_json(
+    port: int, path: str, *, method: str = "GET", within: float = 2.0, network: SlotNetwork | None = None
+) -> tuple[int, Any]:
+    """``method path`` on ``127.0.0.1:port`` (of a slot's own ``network`` namespace when given, else the host's);
+    returns ``(status, parsed JSON body or text)``.
 
-    Raises ``OSError``/``ValueError``/``TimeoutError`` on connection or protocol problems.
+    Raises ``OSError``/``ValueError``/``TimeoutError`` on connection or protocol problems (``SlotUnreachable``,
+    an ``OSError`` too for callers, is translated).
     """
     async with asyncio.timeout(within):
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        if network is None:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        else:
+            try:
+                reader, writer = await network.open_connection(port)
+            except SlotUnreachable as exc:
+                raise ConnectionRefusedError(str(exc)) from exc
         try:
             request = (
                 f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
@@ -197,8 +186,9 @@ async def loopback_http_json(port: int, path: str, *, method: str = "GET", withi
 class CdpVersionProbe:
     """Ready when ``GET http://127.0.0.1:<port>/json/version`` answers 200 with a browser WebSocket URL."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, network: SlotNetwork | None = None) -> None:
         self.port = port
+        self.network = network
         self.version: dict[str, Any] | None = None
 
     @property
@@ -207,7 +197,7 @@ class CdpVersionProbe:
 
     async def __call__(self) -> bool:
         try:
-            status, body = await loopback_http_json(self.port, "/json/version", within=2.0)
+            status, body = await loopback_http_json(self.port, "/json/version", within=2.0, network=self.network)
         except (OSError, ValueError):
             return False
         if status != 200 or not isinstance(body, dict) or "webSocketDebuggerUrl" not in body:
@@ -233,3 +223,30 @@ class UnixSocketProbe:
             return False
         await _close_writer(writer)
         return True
+
+
+class LiveViewProbe:
+    """Ready when websockify, given the slot's secret, relays x11vnc's greeting (``RFB 003.008``): the whole live
+    view, proven end to end with one connection. Inside a sandbox the socket is made in the slot's namespace."""
+
+    def __init__(self, port: int, token: str, network: SlotNetwork | None = None, within: float = 2.0) -> None:
+        self.port = port
+        self.url = f"ws://127.0.0.1:{port}/websockify?token={token}"
+        self.network = network
+        self.within = within
+
+    @property
+    def description(self) -> str:
+        return f"websockify on port {self.port} to relay x11vnc's greeting"
+
+    async def __call__(self) -> bool:
+        try:
+            async with asyncio.timeout(self.within):
+                sock = None if self.network is None else await self.network.connect(self.port)
+                async with websocket_connect(
+                    self.url, sock=sock, subprotocols=[Subprotocol("binary")], proxy=None, compression=None
+                ) as ws:
+                    first = await ws.recv()
+        except (OSError, TimeoutError, SlotUnreachable, InvalidHandshake, InvalidURI, ConnectionClosed):
+            return False
+        return isinstance(first, bytes) and first.startswith(b"RFB ")

@@ -14,10 +14,12 @@ of ``/etc`` the slot's programs read (:mod:`.etc_view`), read-only (with its own
 user), the interpreter and virtualenv the script host needs
 (read-only), the server's shared font cache at ``/var/cache/fontconfig`` (read-only, :mod:`.font_cache`), a new
 ``/proc`` for the new pid namespace, a minimal ``/dev``, private tmpfs ``/tmp`` and ``/dev/shm``,
-and, writable, only the slot's own directory and its short socket directory, each at the same path as on the host
-(so a path means the same file inside and out). The data directory, ``.env``, the database, other slots and the
-host's ``/proc`` and ``/sys`` are simply absent. The network namespace has only ``lo``; the slot's one way out is
-the server's egress enforcer behind a Unix socket in the socket directory (spec §24.4). When the holder dies, the
+and, writable, only the slot's own directory and its short scratch directory, each at the same path as on the host
+(so a path means the same file inside and out). The slot's seam directory (:mod:`.seam`: root's, holding the
+``passwd``/``group`` files, the egress socket and the live view's token file) is bound read-only at its own path.
+The data directory, ``.env``, the database, other slots and the host's ``/proc`` and ``/sys`` are simply absent.
+The network namespace has only ``lo``; the slot's one way out is the server's egress enforcer behind the Unix
+socket in the seam directory (spec §24.4). When the holder dies, the
 kernel kills everything in its pid namespace: no sandboxed process outlives its slot.
 
 bubblewrap runs as root without a user namespace (it needs none to create these namespaces as root), so the slot's
@@ -45,6 +47,7 @@ from openbrowse.errors import OpenBrowseError, ProcessStartError
 from openbrowse.slots.cgroups import SlotCgroup
 from openbrowse.slots.etc_view import etc_binds
 from openbrowse.slots.process import ManagedProcess, ProcessHook
+from openbrowse.slots.seam import SeamDir
 
 __all__ = [
     "UNSHARE",
@@ -179,6 +182,7 @@ class SlotSandbox:
         uid: int,
         writable: Sequence[Path],
         socket_dir: Path,
+        seam: SeamDir,
         home: Path,
         cgroup: SlotCgroup,
         hidden: Sequence[Path] = (),
@@ -189,7 +193,8 @@ class SlotSandbox:
         on_spawn: ProcessHook | None = None,
         on_exit: ProcessHook | None = None,
     ) -> None:
-        """``writable`` directories (and ``socket_dir``) are bound read-write at their own paths; ``hidden`` paths
+        """``writable`` directories (and ``socket_dir``, the slot's scratch) are bound read-write at their own paths,
+        ``seam`` (open, see :mod:`.seam`) read-only; ``hidden`` paths
         (the data directory, ``.env``) are masked if a read-only mount would otherwise show them; ``readonly``
         directories (a browser outside ``/usr``) are bound read-only; ``font_cache`` (see :mod:`.font_cache`) is bound
         read-only as the system's fontconfig cache. ``tmp_size_mb`` caps the private ``/tmp`` and ``/dev/shm`` (memory,
@@ -198,6 +203,7 @@ class SlotSandbox:
         self.uid = uid
         self.writable = [Path(p) for p in writable]
         self.socket_dir = socket_dir
+        self.seam = seam
         self.home = home
         self.cgroup = cgroup
         self.hidden = [Path(p) for p in hidden]
@@ -216,19 +222,20 @@ class SlotSandbox:
 
     # -- set-up ---------------------------------------------------------------------------------------------
     def _write_identity(self) -> tuple[Path, Path, Path]:
-        passwd = self.socket_dir / "passwd"
-        group = self.socket_dir / "group"
-        hosts = self.socket_dir / "hosts"
-        passwd.write_text(
+        """``passwd``, ``group`` and ``hosts`` naming the slot, in the seam dir (root's; written through its
+        descriptor)."""
+        passwd = (
             "root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n"
             f"slot:x:{self.uid}:{self.uid}:OpenBrowse slot:{self.home}:/usr/sbin/nologin\n"
             "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
         )
-        group.write_text(f"root:x:0:\nslot:x:{self.uid}:\nnogroup:x:65534:\n")
-        hosts.write_text(f"127.0.0.1\tlocalhost {self.name}\n::1\tlocalhost ip6-localhost ip6-loopback\n")
-        for path in (passwd, group, hosts):
-            path.chmod(0o644)
-        return passwd, group, hosts
+        group = f"root:x:0:\nslot:x:{self.uid}:\nnogroup:x:65534:\n"
+        hosts = f"127.0.0.1\tlocalhost {self.name}\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+        return (
+            self.seam.write_file("passwd", passwd.encode(), mode=0o644),
+            self.seam.write_file("group", group.encode(), mode=0o644),
+            self.seam.write_file("hosts", hosts.encode(), mode=0o644),
+        )
 
     def _mask_args(self, mounted: Sequence[Path]) -> list[str]:
         args: list[str] = []
@@ -240,7 +247,7 @@ class SlotSandbox:
         return args
 
     def holder_argv(self, info_fd: int, ready_fd: int) -> list[str]:
-        passwd, group, hosts = self._write_identity()
+        passwd, group, hosts = (self.seam.path / name for name in ("passwd", "group", "hosts"))  # by _prepare
         python = sorted({*_python_paths(), *self.readonly})
         mounted = [Path(d) for d in SYSTEM_DIRS] + python
         args = [sandbox_tool("bwrap") or "bwrap", *UNSHARE, "--die-with-parent", "--hostname", self.name]
@@ -260,9 +267,10 @@ class SlotSandbox:
             args += ["--ro-bind", str(path), str(path)]
         args += self._mask_args(mounted)
         binds = [*self.writable, self.socket_dir]
-        args += _dirs_for(binds, mounted)
+        args += _dirs_for([*binds, self.seam.path], mounted)
         for path in binds:
             args += ["--bind", str(path), str(path)]
+        args += ["--ro-bind", str(self.seam.path), str(self.seam.path)]
         # bubblewrap reports the pid before the mounts are done: the holder says "ready" once they are.
         sleep = shlex.join([*self._drop(), "/usr/bin/sleep", "infinity"])  # the holder needs no root either
         ready = f"{LOOK_ONLINE}; echo ready > /proc/self/fd/{ready_fd} && exec {sleep}"  # dash: no fd > 9 in >&N
@@ -314,6 +322,7 @@ class SlotSandbox:
             path.mkdir(parents=True, exist_ok=True)
         self.socket_dir.chmod(0o700)
         give_to(self.uid, self.socket_dir, *self.writable)
+        self._write_identity()
         self.cgroup.create()
 
     # -- entering -------------------------------------------------------------------------------------------
@@ -349,9 +358,9 @@ class SlotSandbox:
 
     def _hidden_from_scripts(self) -> list[Path]:
         """What the script host must not see: every directory bound into the sandbox besides the system, the Python
-        and the font cache, i.e. the slot's writable directories (the profile is one) and its socket directory. A
-        new bind in :meth:`holder_argv` belongs here too."""
-        return [*self.writable, self.socket_dir]
+        and the font cache, i.e. the slot's writable directories (the profile is one), its scratch directory and its
+        seam directory (the egress socket). A new bind in :meth:`holder_argv` belongs here too."""
+        return [*self.writable, self.socket_dir, self.seam.path]
 
     def script_environment(self, base: Mapping[str, str]) -> dict[str, str]:
         """The script host's environment: ``base`` with a home and TMPDIR in its own ``/tmp``."""

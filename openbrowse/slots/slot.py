@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from openbrowse.config import Settings
     from openbrowse.slots.ledger import Ledger
+    from openbrowse.slots.netns import SlotNetwork
 
 __all__ = ["Slot", "SlotState"]
 
@@ -122,8 +123,14 @@ class Slot:
         return self.layout.cdp_url
 
     @property
+    def network(self) -> SlotNetwork | None:
+        """The sandbox's network namespace, where Chromium's DevTools port really is (None unsandboxed: the host's
+        loopback). For the server's own checks; clients use :attr:`cdp_url`, the host-side gate."""
+        return self.confinement.network
+
+    @property
     def cdp_ws_url(self) -> str:
-        """The browser WebSocket URL from ``/json/version`` of the running Chromium."""
+        """The browser WebSocket URL from ``/json/version`` of the running Chromium, read once at its start."""
         if self._children is None or self._state is not SlotState.RUNNING:
             raise RuntimeError(f"slot {self.index} is not running")
         return self._children.browser.ws_url

@@ -3,12 +3,12 @@
 Start order, chosen so the start costs about as much as the slowest process and no more:
 
 * t=0 (the slot, before building these): resolve the browser binary and the sandbox mode (both fail before
-  anything is spawned), wipe the slot's directories, bring up its sandbox, relays and egress enforcer
+  anything is spawned), wipe the slot's directories, bring up its sandbox, seam dir, egress enforcer and relay
   (:mod:`.confinement`, about 20 ms); then spawn Xvfb and websockify (websockify needs no X server and is the
   slowest to boot);
 * Xvfb ready (``-displayfd``): spawn x11vnc and Chromium;
-* wait for the sandbox's CDP relay (it boots meanwhile), Chromium's ``/json/version`` (30 s), the single active
-  tab, then the VNC and noVNC ports.
+* wait for Chromium's ``/json/version`` (30 s; inside the sandbox's namespace, and kept: the CDP gate serves this
+  pinned copy), the single active tab, open the host-side CDP gate, then wait for the live view.
 
 Readiness is always a real probe, never a sleep. The script host starts on first use.
 
@@ -116,6 +116,7 @@ class SlotChildren:
             on_exit=on_exit,
             wrap=confined.wrap if confined is not None else None,
             owner_uid=confined.uid if confined is not None else None,
+            network=confined.network if confined is not None else None,
             extra_args=[*confinement.browser_flags(), *disk_cache_flags(settings.SLOT_DISK_MB), *browser_args],
         )
         return cls(
@@ -132,17 +133,18 @@ class SlotChildren:
         """Spawn and wait for each child in start order, awaiting ``stage`` at each of :data:`START_STAGES`."""
         self.display.spawn_xvfb()
         if vnc:
-            self.display.spawn_websockify()
+            await self.display.start_websockify()
         await stage("xvfb-spawned")
         await self.display.wait_xvfb()
         await stage("xvfb-ready")
         if vnc:
-            self.display.spawn_x11vnc()
+            await self.display.start_x11vnc()
             await stage("x11vnc-spawned")
         self.browser.spawn()
         await stage("chromium-spawned")
-        await confinement.wait_relays()
         await self.browser.wait_ready()
+        assert self.browser.version is not None
+        confinement.open_cdp_gate(self.browser.version)
         await stage("chromium-ready")
         if vnc:
             await self.display.wait_vnc()
@@ -180,8 +182,8 @@ class SlotChildren:
         return [p for p in found if p is not None]
 
     def sandboxed_processes(self) -> list[ManagedProcess]:
-        """Every child that runs in the slot's sandbox, the live view's relays and the script host included."""
-        found = self.processes() + self.display.relays
+        """Every child that runs in the slot's sandbox, the script host included."""
+        found = self.processes()
         if self._script_host is not None and self._script_host.process is not None:
             found.append(self._script_host.process)
         return found

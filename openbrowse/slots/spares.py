@@ -188,10 +188,13 @@ class SpareKeeper:
         if window_size is not None and tuple(window_size) != SPARE_WINDOW:
             return f"window {window_size[0]}x{window_size[1]} asked for"
         try:
-            status, _ = await loopback_http_json(slot.cdp_port, "/json/version", within=PROBE_TIMEOUT)
+            network = slot.network  # Chromium itself, inside the sandbox; not the host-side gate
+            status, _ = await loopback_http_json(slot.cdp_port, "/json/version", within=PROBE_TIMEOUT, network=network)
             if status != 200:
                 return f"CDP /json/version answered {status}"
-            status, targets = await loopback_http_json(slot.cdp_port, "/json/list", within=PROBE_TIMEOUT)
+            status, targets = await loopback_http_json(
+                slot.cdp_port, "/json/list", within=PROBE_TIMEOUT, network=network
+            )
         except (OSError, ValueError, TimeoutError) as exc:
             return f"CDP does not answer: {exc!r}"
         pages = [t for t in targets if isinstance(t, dict) and t.get("type") == "page"] if status == 200 else []

@@ -39,6 +39,7 @@ from tests.e2e.browser_support import (
 from tests.e2e.servers import api_client, raw_browser, running_server
 from tests.support import loopback
 from tests.support.asgi_thread import ThreadedServer
+from tests.support.local_user import ask_as_nobody
 from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
@@ -106,13 +107,15 @@ async def test_rfb_greeting_through_the_proxied_socket(server: ServerProcess, li
         assert await asyncio.wait_for(ws.recv(), 10) == b"RFB 003.008\n"
     # the slot's noVNC and CDP ports exist, on loopback only (x11vnc has no TCP port, websockify wants the slot's
     # secret): only the authenticated bridge is public
-    pids = {proc.pid for proc in stack_processes(server)}
+    layout = slot_layout(server.slot_base)
+    assert server.process is not None  # a sandboxed slot's ports are the server's own gates
+    pids = {proc.pid for proc in stack_processes(server)} | {server.process.pid}
+    slot_ports = {layout.novnc_port, layout.cdp_port, layout.vnc_port}
     listening = [
         c.laddr
         for c in psutil.net_connections(kind="inet")
-        if c.status == psutil.CONN_LISTEN and c.pid in pids and c.laddr
+        if c.status == psutil.CONN_LISTEN and c.pid in pids and c.laddr and c.laddr.port in slot_ports
     ]
-    layout = slot_layout(server.slot_base)
     assert {layout.novnc_port, layout.cdp_port} <= {a.port for a in listening}
     assert layout.vnc_port not in {a.port for a in listening}
     assert {a.ip for a in listening} == {"127.0.0.1"}
@@ -120,6 +123,10 @@ async def test_rfb_greeting_through_the_proxied_socket(server: ServerProcess, li
     with pytest.raises((websockets.InvalidHandshake, websockets.ConnectionClosed, OSError)):
         async with websockets.connect(direct, subprotocols=[Subprotocol("binary")], open_timeout=10) as ws:
             await asyncio.wait_for(ws.recv(), 10)
+    # another local user gets nothing at all from the slot's ports (issue 31): they are the server's, for the server
+    for port, request in ((layout.cdp_port, "GET /json/version"), (layout.novnc_port, "GET /vnc.html")):
+        stranger = await asyncio.to_thread(ask_as_nobody, port, request)
+        assert "HTTP/1.1" not in stranger, (port, stranger)
 
 
 async def test_headless_chromium_shows_the_remote_page_in_a_cross_origin_iframe(

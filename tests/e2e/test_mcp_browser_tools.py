@@ -33,6 +33,7 @@ from tests.e2e.browser_support import create_browser, needs_display
 from tests.e2e.servers import api_client, running_server
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.devtools_catalog import CHROME_DEVTOOLS_NAMES
+from tests.support.local_user import ask_as_nobody
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display, pytest.mark.timeout(240)]
@@ -173,6 +174,11 @@ async def test_the_client_drives_a_fixture_page_through_the_browser_tools(server
 
         first = await call(session, "list_pages")
         assert re.search(r"^1: about:blank \[selected\]$", first, re.M), first
+        # the shared browser's DevTools port answers the server, and no other local user (issue 31)
+        [chromium] = shared_chromium(server)
+        port = int(next(a.split("=", 1)[1] for a in chromium.cmdline() if a.startswith("--remote-debugging-port=")))
+        stranger = await asyncio.to_thread(ask_as_nobody, port, "GET /json/version")
+        assert "webSocketDebuggerUrl" not in stranger and "HTTP/1.1" not in stranger, stranger
         welcome = await log_in(session, site, "ada")
         assert 'heading "Welcome ada"' in welcome
         cookie = await call(session, "evaluate_script", function="() => document.cookie")

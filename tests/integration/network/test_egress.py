@@ -8,7 +8,6 @@ import dataclasses
 import ipaddress
 import os
 import socket
-import stat
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -233,31 +232,33 @@ async def test_an_upstream_that_refuses_the_connection_is_502(proxy: EgressEnfor
         assert answer.startswith(b"HTTP/1.1 502 Bad Gateway") and b"Could not connect to 127.0.0.1:" in answer
 
 
-async def test_the_unix_socket_belongs_to_the_sandbox_uid_and_serves(tmp_path: Path, site: ThreadedServer) -> None:
+def _bound_socket(path: Path) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.bind(str(path))
+    return sock
+
+
+async def test_the_unix_socket_serves_its_slots_uid(tmp_path: Path, site: ThreadedServer) -> None:
     path = tmp_path / "egress.sock"
-    owner = 65534 if os.geteuid() == 0 else None
     async with EgressEnforcer(NetworkRules("open")) as enforcer:
-        await enforcer.listen_unix(path, owner_uid=owner)
-        info = path.stat()
-        assert stat.S_ISSOCK(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o600
-        assert info.st_uid == (owner if owner is not None else os.geteuid())
+        await enforcer.listen_unix(_bound_socket(path), peer_uid=os.geteuid())
         request = f"GET http://127.0.0.1:{site.port}/who HTTP/1.1\r\nHost: x\r\n\r\n".encode()
         answer = await exchange(path, request)
         assert answer.startswith(b"HTTP/1.1 200 OK") and answer.endswith(b"site")
-    assert not path.exists()
 
 
-async def test_a_symlink_in_the_sockets_place_is_never_followed(tmp_path: Path) -> None:
-    victim = tmp_path / "victim"
-    victim.write_text("secret")
-    victim.chmod(0o644)
+async def test_a_connection_from_another_uid_is_closed_unanswered(tmp_path: Path, site: ThreadedServer) -> None:
+    """SO_PEERCRED: only the slot's own uid may use its enforcer (here the slot is uid 65534 and we are not)."""
     path = tmp_path / "egress.sock"
-    path.symlink_to(victim)
     async with EgressEnforcer(NetworkRules("open")) as enforcer:
-        with pytest.raises(OSError, match="in use"):
-            await enforcer.listen_unix(path, owner_uid=65534)
-    info = victim.stat()
-    assert (stat.S_IMODE(info.st_mode), info.st_uid, victim.read_text()) == (0o644, os.geteuid(), "secret")
+        await enforcer.listen_unix(_bound_socket(path), peer_uid=65534 if os.geteuid() != 65534 else 0)
+        request = f"GET http://127.0.0.1:{site.port}/who HTTP/1.1\r\nHost: x\r\n\r\n".encode()
+        try:
+            answer = await exchange(path, request)
+        except ConnectionError:
+            answer = b""
+        assert answer == b""
+        assert (enforcer.stats.connections, enforcer.stats.refused_peers) == (0, 1)
 
 
 async def test_aclose_ends_open_tunnels_and_stops_listening() -> None:

@@ -51,9 +51,15 @@ async def test_the_vnc_stream_needs_the_slots_secret_and_has_no_tcp_port(setting
         assert (folder / f"{slot.index}.sock").is_socket()
         assert "-unixsock" in x11vnc.cmdline()
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
-        tokens = [p for p in folder.iterdir() if p.suffix == ".tokens"]
+        # the token file is the server's, in the slot's read-only seam dir, readable by the slot's group only
+        seam = slot.confinement.seam.path
+        uid = slot.confinement.uid
+        assert (seam.stat().st_uid, seam.stat().st_gid, stat.S_IMODE(seam.stat().st_mode)) == (0, uid, 0o750)
+        tokens = [p for p in seam.iterdir() if p.suffix == ".tokens"]
         assert tokens
-        assert all(stat.S_IMODE(p.stat().st_mode) == 0o600 for p in tokens)
+        assert all(
+            (p.stat().st_uid, p.stat().st_gid, stat.S_IMODE(p.stat().st_mode)) == (0, uid, 0o640) for p in tokens
+        )
         secret = slot.novnc_ws_url.rsplit("token=", 1)[1]
         assert all(secret not in arg for p in instance_processes(settings) for arg in p.cmdline())
     assert not any(folder.glob("*.sock"))

@@ -90,8 +90,9 @@ class RfbViewer:
             await asyncio.sleep(0.03)
 
 
-async def _evaluate(cdp_port: int, expression: str) -> object:
-    _, targets = await loopback_http_json(cdp_port, "/json/list")
+async def _evaluate(slot: Slot, expression: str) -> object:
+    # the target list comes from Chromium itself (in the slot's namespace); the page's socket through the CDP gate
+    _, targets = await loopback_http_json(slot.cdp_port, "/json/list", network=slot.network)
     page = _pages(targets)[0]
     async with websockets.connect(page["webSocketDebuggerUrl"], max_size=None) as ws:
         params = {"expression": expression, "returnByValue": True}
@@ -102,27 +103,27 @@ async def _evaluate(cdp_port: int, expression: str) -> object:
                 return reply["result"]["result"].get("value")
 
 
-async def _moves_after(viewer: RfbViewer, cdp_port: int, x: int, y: int) -> object:
+async def _moves_after(viewer: RfbViewer, slot: Slot, x: int, y: int) -> object:
     await viewer.wiggle(x, y)
     await asyncio.sleep(0.3)
-    return await _evaluate(cdp_port, "window.moves || 0")
+    return await _evaluate(slot, "window.moves || 0")
 
 
 async def test_view_only_blocks_input_until_control_is_taken(settings: Settings, base_index: int) -> None:
     async with Slot(settings, base_index) as slot:
         await _evaluate(
-            slot.cdp_port, "document.addEventListener('mousemove', () => { window.moves = (window.moves || 0) + 1 }); 1"
+            slot, "document.addEventListener('mousemove', () => { window.moves = (window.moves || 0) + 1 }); 1"
         )
         async with websockets.connect(slot.novnc_ws_url, subprotocols=[Subprotocol("binary")]) as ws:
             viewer = RfbViewer(ws)
             assert await viewer.handshake() == (1920, 1080)
-            assert await _moves_after(viewer, slot.cdp_port, 500, 500) == 0
+            assert await _moves_after(viewer, slot, 500, 500) == 0
             await slot.set_view_only(False)  # applies to the viewer already connected
-            moves = await _moves_after(viewer, slot.cdp_port, 600, 600)
+            moves = await _moves_after(viewer, slot, 600, 600)
             assert isinstance(moves, int)
             assert moves > 0
             await slot.set_view_only(True)
-            assert await _moves_after(viewer, slot.cdp_port, 700, 500) == moves
+            assert await _moves_after(viewer, slot, 700, 500) == moves
 
 
 async def test_start_stop_ten_times_leaks_nothing(settings: Settings, base_index: int) -> None:
@@ -148,14 +149,15 @@ async def test_running_slot_has_one_active_tab_and_loopback_listeners(settings: 
     async with Slot(settings, base_index) as slot:
         assert slot.cdp_url == f"http://127.0.0.1:{slot.cdp_port}"
         assert slot.cdp_ws_url.startswith(f"ws://127.0.0.1:{slot.cdp_port}/devtools/browser/")
-        status, targets = await loopback_http_json(slot.cdp_port, "/json/list")
+        status, targets = await loopback_http_json(slot.cdp_port, "/json/list", network=slot.network)
         assert status == 200
         pages = _pages(targets)
         assert len(pages) == 1
         assert pages[0]["url"] == "about:blank"
         # pitfall 1: a background tab makes every screenshot hang; ours is the visible, active one
-        assert await _evaluate(slot.cdp_port, "document.visibilityState") == "visible"
-        pids = {p.pid for p in instance_processes(settings)}
+        assert await _evaluate(slot, "document.visibilityState") == "visible"
+        # the host-side ports are the server's own gates when sandboxed (this process), the children's otherwise
+        pids = {p.pid for p in instance_processes(settings)} | {os.getpid()}
         listening = [
             c.laddr
             for c in psutil.net_connections(kind="inet")

@@ -36,7 +36,7 @@ def _chromium_pid(slot: Slot) -> int:
 
 
 async def _pages(slot: Slot) -> list[str]:
-    status, targets = await loopback_http_json(slot.cdp_port, "/json/list")
+    status, targets = await loopback_http_json(slot.cdp_port, "/json/list", network=slot.network)
     assert status == 200
     return [t["url"] for t in targets if t.get("type") == "page"]
 
@@ -82,7 +82,9 @@ async def test_with_one_slot_the_released_slot_becomes_a_new_spare_with_a_fresh_
         slot = await lease.start_browser()
         assert lease.warm
         assert pool.spares == []  # no free slot: no spare while the only slot is in use
-        status, _ = await loopback_http_json(slot.cdp_port, "/json/new?http://127.0.0.1:9/", method="PUT")
+        status, _ = await loopback_http_json(
+            slot.cdp_port, "/json/new?http://127.0.0.1:9/", method="PUT", network=slot.network
+        )
         assert status == 200
         left_by_user = slot.user_data_dir / "left-by-the-user"
         left_by_user.write_text("state of the first user")
@@ -99,7 +101,9 @@ async def test_a_touched_spare_is_stopped_and_the_caller_starts_cold(settings: S
     async with SlotPool(settings, base_index=base_index, spares=1) as pool:
         spare = await _ready_spare(pool)
         spare_pid = _chromium_pid(spare.slot)
-        status, _ = await loopback_http_json(spare.slot.cdp_port, "/json/new?about:blank", method="PUT")
+        status, _ = await loopback_http_json(
+            spare.slot.cdp_port, "/json/new?about:blank", method="PUT", network=spare.slot.network
+        )
         assert status == 200  # someone opened a second tab in it
 
         lease = await pool.lease("user")
