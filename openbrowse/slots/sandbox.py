@@ -49,15 +49,7 @@ from openbrowse.slots.etc_view import etc_binds
 from openbrowse.slots.process import ManagedProcess, ProcessHook
 from openbrowse.slots.seam import SeamDir
 
-__all__ = [
-    "UNSHARE",
-    "SandboxUnavailable",
-    "SlotSandbox",
-    "give_to",
-    "sandbox_problem",
-    "sandbox_tool",
-    "system_binds",
-]
+__all__ = ["UNSHARE", "SandboxUnavailable", "SlotSandbox", "give_to", "sandbox_problem", "sandbox_tool", "system_binds"]
 
 logger = logging.getLogger(__name__)
 

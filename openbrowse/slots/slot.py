@@ -10,8 +10,7 @@ x11vnc and websockify for the first viewer, and :meth:`Slot.remove_viewer` of th
 
 :attr:`Slot.died` resolves with a :class:`ProcessDied` naming the child when an *essential* child (Xvfb or
 Chromium) exits while the slot is running. x11vnc and websockify are not essential: :meth:`ensure_vnc`
-restarts them. :meth:`stop` tears down in reverse order (Chromium with TERM then KILL after 5 s, websockify,
-x11vnc, Xvfb), then clears what the slot left on the machine (:mod:`.slot_traces`).
+restarts them. :meth:`stop` tears down in reverse order, then clears what the slot left (:mod:`.slot_traces`).
 """
 
 from __future__ import annotations
@@ -124,8 +123,7 @@ class Slot:
 
     @property
     def network(self) -> SlotNetwork | None:
-        """The sandbox's network namespace, where Chromium's DevTools port really is (None unsandboxed: the host's
-        loopback). For the server's own checks; clients use :attr:`cdp_url`, the host-side gate."""
+        """Where Chromium's DevTools port is (None unsandboxed); for the server's checks (clients: :attr:`cdp_url`)."""
         return self.confinement.network
 
     @property
