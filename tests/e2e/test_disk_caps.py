@@ -1,49 +1,31 @@
-"""A session's disk cap (spec §24.5) against what a prompt-injected script would do: a 4 GiB sparse file and a fill
-of real blocks in the browser's downloads and in its scratch space. The writes fail with ``ENOSPC``, the session ends
-typed, nothing bigger than the cap is copied out, and the server stays healthy."""
+"""A session's disk cap (spec §24.5) against a process of the slot that turned hostile (a compromised browser: the
+slot's uid, inside its sandbox; scripts run under a uid of their own and see none of these folders): a 4 GiB
+sparse file and a fill of real blocks in the browser's downloads and in its scratch space. The writes fail with
+``ENOSPC``, the session ends typed, nothing bigger than the cap is copied out, and the server stays healthy."""
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
 import pytest
 
 from tests.conftest import StartServer
-from tests.e2e.agent_support import (
-    agent_steps,
-    create,
-    messages,
-    session_files,
-    step_requests,
-    token,
-    wait_until_status,
-)
+from tests.e2e.agent_support import agent_steps, create, messages, session_files, token, wait_until_status
+from tests.fakes.llm_reply import Gate, structured
 from tests.fakes.llm_script import agent_step, done
 from tests.fakes.llm_server import FakeProvider
 from tests.support import loopback
+from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display]
 
 DISK_MB = 64
 FILL = """
-import os, time
-
-
-def chromium_tmpdir():
-    for pid in [name for name in os.listdir("/proc") if name.isdigit()]:
-        try:
-            fd = os.open(f"/proc/{{pid}}/environ", os.O_RDONLY)
-        except OSError:
-            continue
-        try:
-            items = os.read(fd, 1 << 16).split(bytes(1))
-        finally:
-            os.close(fd)
-        for item in items:
-            if item.startswith(b"TMPDIR=") and item != b"TMPDIR=/tmp":
-                return item[7:].decode()
-    raise RuntimeError("no Chromium found")
-
-
-folder = {folder}
+import os, sys
+folder = sys.argv[1]
 fd = os.open(os.path.join(folder, "sparse.bin"), os.O_WRONLY | os.O_CREAT, 0o644)
 os.ftruncate(fd, 4 << 30)
 os.close(fd)
@@ -57,33 +39,56 @@ except OSError as exc:
     print("REFUSED errno", exc.errno)
 finally:
     os.close(fd)
-time.sleep(60)  # the session ends while the area is full, not after this script
 """
-WHERE = {
-    "downloads": 'os.path.join(os.environ["HOME"], "downloads")',
-    "scratch": "chromium_tmpdir()",  # Chromium's TMPDIR, the slot's scratch space
-}
 
 
-@pytest.mark.parametrize("where", sorted(WHERE))
-def test_a_script_filling_its_slot_hits_the_disk_cap_and_nothing_bigger_is_copied_out(
-    start_server: StartServer, fake: FakeProvider, where: str
+@pytest.fixture
+def gate() -> Iterator[Gate]:
+    held = Gate()
+    yield held
+    held.open()  # the fake provider's handler thread never stays parked
+
+
+def sandbox_holder(server: ServerProcess) -> psutil.Process:
+    """The slot's namespace holder (``sleep infinity`` as the slot's uid, in the slot's directory)."""
+    for process in server.children():
+        try:
+            if process.name() == "sleep" and process.uids().real != 0:
+                return process
+        except psutil.NoSuchProcess:
+            continue
+    raise AssertionError("no sandboxed slot is running")
+
+
+def fill_as_the_slot(holder: psutil.Process, folder: str) -> str:
+    """Run :data:`FILL` as the slot's uid inside its sandbox, as a compromised browser process would."""
+    uid = str(holder.uids().real)
+    argv = ["nsenter", "-t", str(holder.pid), "--mount", "--pid", "--"]
+    argv += ["setpriv", "--reuid", uid, "--regid", uid, "--clear-groups", "--no-new-privs", "--"]
+    argv += ["/usr/bin/python3", "-I", "-c", FILL, folder]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=True).stdout
+
+
+@pytest.mark.parametrize("where", ["downloads", "scratch"])
+def test_a_slot_process_filling_its_disk_hits_the_cap_and_nothing_bigger_is_copied_out(
+    start_server: StartServer, fake: FakeProvider, gate: Gate, where: str
 ) -> None:
     server = start_server(**fake.env(), SLOT_DISK_MB=DISK_MB)
     marker = token("FILL")
-    code = FILL.format(folder=WHERE[where])
-    fake.script(
-        marker,
-        [agent_step([{"run_code_file": {"name": "fill", "code": code}}]), done("filled")],
-        when=agent_steps,
-    )
-    session = create(server, task=f"{marker} Fill the disk.")
-    finished = wait_until_status(server, session["id"], {"stopped", "error", "timed_out", "idle"}, timeout=180)
+    fake.script(marker, [structured(agent_step([{"wait": {"seconds": 1}}]), gate=gate), done("x")], when=agent_steps)
+    session = create(server, task=f"{marker} Wait.")
+    assert gate.wait_entered(180)  # the session runs: its slot is up, its first step held at the model
+    holder = sandbox_holder(server)
+    slot_dir = Path(holder.cwd())
+    bubblewrap = holder.parent()
+    assert bubblewrap is not None
+    scratch = next(arg for arg in bubblewrap.cmdline() if arg.startswith("/tmp/openbrowse-"))  # bound at its path
+    folder = str(slot_dir / "downloads") if where == "downloads" else scratch
+    printed = fill_as_the_slot(holder, folder)
+    assert "REFUSED errno 28" in printed, printed  # ENOSPC, well before the 256 MiB it tried
 
-    feed = messages(server, session["id"])
-    summaries = [m["summary"] for m in feed]
-    requests = step_requests(fake, marker)  # what the script printed reaches the model's next step, if any
-    assert not any("FILLED" in request.text for request in requests), requests[-1].text  # never past the cap
+    finished = wait_until_status(server, session["id"], {"stopped", "error", "timed_out", "idle"}, timeout=180)
+    summaries = [m["summary"] for m in messages(server, session["id"])]
     assert finished["status"] == "error", "\n".join(summaries)
     assert finished["failureKind"] == "resource_limit"
     assert any(f"disk cap of {DISK_MB} MiB" in text for text in summaries), summaries
