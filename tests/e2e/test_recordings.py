@@ -282,7 +282,8 @@ async def test_the_dashboard_offers_a_new_recording_and_its_step_marks_seek_the_
                 arg=min(seek, duration),
                 timeout=10_000,
             )
-            assert await done_mark.get_attribute("aria-current") is not None or seek >= duration
+            if seek < duration:  # the mark of the playing step is highlighted once the player reports the seek
+                await page.locator(".chapters a[aria-current]", has_text="Done:").wait_for(timeout=10_000)
         finally:
             gate.open()
             await chromium.close()
