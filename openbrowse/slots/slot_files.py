@@ -17,12 +17,13 @@ from openbrowse.slots.slot_disk import release_stale_mounts
 
 __all__ = [
     "INHERITED_ENV",
-    "SCRATCH_ROOT",
+    "RUN_SCRATCH",
     "DirectoryJanitor",
     "child_environment",
     "release_slot_mounts",
     "remove_scratch_dirs",
     "scratch_dir",
+    "scratch_root",
 ]
 
 logger = logging.getLogger(__name__)
@@ -34,7 +35,17 @@ logger = logging.getLogger(__name__)
 INHERITED_ENV = frozenset({"PATH", "LANG", "LANGUAGE", "TZ"})
 FALLBACK_PATH = "/usr/local/bin:/usr/bin:/bin"
 
-SCRATCH_ROOT = Path("/tmp")
+RUN_SCRATCH = Path("/run/openbrowse")
+"""Where a root server keeps its slots' scratch dirs: ``/run`` is root's, so no other user can plant a name there
+(in ``/tmp`` anyone could create an instance's predictable path first)."""
+
+
+def scratch_root(run_dir: Path) -> Path:
+    """The parent of this instance's scratch dirs: ``/run/openbrowse/scratch-<instance>`` for a root server (every
+    sandboxed one), ``/tmp/openbrowse-<instance>`` for an unsandboxed one that cannot write ``/run``."""
+    if os.geteuid() == 0:
+        return RUN_SCRATCH / f"scratch-{instance_id(run_dir)}"
+    return Path("/tmp") / f"openbrowse-{instance_id(run_dir)}"
 
 
 def scratch_dir(run_dir: Path, index: int) -> Path:
@@ -42,22 +53,19 @@ def scratch_dir(run_dir: Path, index: int) -> Path:
     there, and a Unix socket path must fit in 108 bytes. A sandboxed slot's scratch dir is a bind of its size-limited
     filesystem (:mod:`.slot_disk`), so what is written here counts towards ``SLOT_DISK_MB``. Chromium leaves
     ``org.chromium.*`` dirs behind when it is killed, so the slot removes the whole dir at teardown."""
-    return SCRATCH_ROOT / f"openbrowse-{instance_id(run_dir)}-{index}"
+    return scratch_root(run_dir) / str(index)
 
 
 def release_slot_mounts(run_dir: Path) -> list[Path]:
     """Detach the slot filesystems (:mod:`.slot_disk`) a previous process of this instance left (blocking)."""
-    pattern = scratch_dir(run_dir, 0).name.rsplit("-", 1)[0] + "-*"
-    return release_stale_mounts(run_dir / "slots", str(SCRATCH_ROOT / pattern))
+    return release_stale_mounts(run_dir / "slots", str(scratch_root(run_dir) / "*"))
 
 
 def remove_scratch_dirs(run_dir: Path) -> None:
-    """Chromium temp dirs a previous process of this instance left under /tmp, and the slot filesystems still
-    mounted (blocking)."""
+    """Chromium temp dirs a previous process of this instance left, and the slot filesystems still mounted
+    (blocking)."""
     release_slot_mounts(run_dir)
-    pattern = scratch_dir(run_dir, 0).name.rsplit("-", 1)[0] + "-*"
-    for leftover in SCRATCH_ROOT.glob(pattern):
-        shutil.rmtree(leftover, ignore_errors=True)
+    shutil.rmtree(scratch_root(run_dir), ignore_errors=True)
 
 
 def child_environment(tag: str) -> dict[str, str]:

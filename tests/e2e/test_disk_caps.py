@@ -12,6 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from openbrowse.slots.slot_files import scratch_dir
 from tests.conftest import StartServer
 from tests.e2e.agent_support import agent_steps, create, messages, session_files, token, wait_until_status
 from tests.fakes.llm_reply import Gate, structured
@@ -80,9 +81,8 @@ def test_a_slot_process_filling_its_disk_hits_the_cap_and_nothing_bigger_is_copi
     assert gate.wait_entered(180)  # the session runs: its slot is up, its first step held at the model
     holder = sandbox_holder(server)
     slot_dir = Path(holder.cwd())
-    bubblewrap = holder.parent()
-    assert bubblewrap is not None
-    scratch = next(arg for arg in bubblewrap.cmdline() if arg.startswith("/tmp/openbrowse-"))  # bound at its path
+    index = int(slot_dir.name.rsplit("-", 1)[1])  # data/run/slots/slot-<index>
+    scratch = str(scratch_dir(server.home / "data" / "run", index))  # bound at its own path
     folder = str(slot_dir / "downloads") if where == "downloads" else scratch
     printed = fill_as_the_slot(holder, folder)
     assert "REFUSED errno 28" in printed, printed  # ENOSPC, well before the 256 MiB it tried

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from openbrowse.slots.slot_files import scratch_dir
+from openbrowse.slots.slot_files import scratch_root
 from tests.support import loopback
 from tests.support.slot_range import claim_slot_base, free_slot_base, release_slot_base
 
@@ -69,10 +69,10 @@ class ServerProcess:
         return self.home / "tmp"
 
     def temp_leftovers(self) -> list[str]:
-        """Files in the server's TMPDIR, and Chromium scratch dirs of its slots under /tmp."""
+        """Files in the server's TMPDIR, and Chromium scratch dirs of its slots."""
         found = sorted(p.name for p in self.temp_dir.iterdir()) if self.temp_dir.exists() else []
-        scratch = scratch_dir(self.home / "data" / "run", 0)
-        return found + sorted(str(p) for p in scratch.parent.glob(scratch.name.rsplit("-", 1)[0] + "-*"))
+        scratch = scratch_root(self.home / "data" / "run")
+        return found + sorted(str(p) for p in scratch.glob("*"))
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
