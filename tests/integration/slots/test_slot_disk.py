@@ -219,7 +219,7 @@ async def test_a_pool_start_detaches_the_slot_filesystems_a_crashed_server_left(
 ) -> None:
     left = Slot(settings, base_index)  # what a killed server leaves: both mounts, something written in them
     left.directory.mkdir(parents=True)
-    left.temp_dir.mkdir()
+    left.temp_dir.mkdir(parents=True)
     mount_area(left.directory, left.temp_dir, 16, None)
     try:
         (left.directory / "downloads.bin").write_bytes(b"x" * 4096)
