@@ -165,8 +165,9 @@ class SlotPool:
             lease.abandon()
         await asyncio.gather(*(slot.aclose() for slot in self.slots), return_exceptions=True)
         self._leases.clear()
-        if self._open:  # a slot stopped mid-start may have left its socket folder: nothing of ours stays in /tmp
+        if self._open:  # a slot stopped mid-start may have left its folders: nothing of this instance stays in /run
             await asyncio.to_thread(remove_scratch_dirs, self.settings.run_dir)
+            await asyncio.to_thread(shutil.rmtree, seam_dir(self.settings.run_dir, 0).parent, True)
             self.ledger.reset()
             self.ledger.unlock()
 

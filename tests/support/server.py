@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import psutil
 
+from openbrowse.slots.seam import seam_dir
 from openbrowse.slots.slot_files import scratch_root
 from tests.support import loopback
 from tests.support.slot_range import claim_slot_base, free_slot_base, release_slot_base
@@ -69,10 +70,12 @@ class ServerProcess:
         return self.home / "tmp"
 
     def temp_leftovers(self) -> list[str]:
-        """Files in the server's TMPDIR, and Chromium scratch dirs of its slots."""
+        """Files in the server's TMPDIR, and Chromium scratch dirs of its slots, and its slots' seam dirs."""
         found = sorted(p.name for p in self.temp_dir.iterdir()) if self.temp_dir.exists() else []
-        scratch = scratch_root(self.home / "data" / "run")
-        return found + sorted(str(p) for p in scratch.glob("*"))
+        run_dir = self.home / "data" / "run"
+        scratch = scratch_root(run_dir)
+        seams = seam_dir(run_dir, 0).parent
+        return found + sorted(str(p) for p in scratch.glob("*")) + ([str(seams)] if seams.exists() else [])
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
