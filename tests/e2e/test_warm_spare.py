@@ -125,6 +125,12 @@ def test_a_spare_is_never_reused(tmp_path: Path, pages: ThreadedServer) -> None:
         spare_chromium = chromium_of(server, next_spare["index"])
         stop_browser(http, a["id"])
         wait_until(lambda: not a_chromium.is_running(), 30, what="A's Chromium to exit")
+        # The slot is released after its teardown (seam, scratch, wipe), a moment after Chromium exits.
+        wait_until(
+            lambda: all(s["owner"] != f"browser {a['id']}" for s in details(server)["slots"]),
+            30,
+            what="A's slot to be released",
+        )
 
         b = create_browser(http)
         assert [(s["index"], s["owner"]) for s in details(server)["slots"]] == [
