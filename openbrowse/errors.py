@@ -8,13 +8,25 @@ OpenBrowseError
 │   └── BrowserNotFound
 ├── MalformedRequest            a request body that cannot be interpreted at all
 ├── InvalidRequest              a well-formed request the service refuses (wrong state, bad model, bad effort)
-│   └── InvalidTransition       a status change the transition table does not allow
+│   ├── InvalidTransition       a status change the transition table does not allow
+│   ├── SessionPaused           a person has taken over; the agent's work waits (code on the wire)
+│   ├── NotPausable             pause of something that is not running, parked or live
+│   └── NotPaused               resume of something that is not paused
 ├── ProcessError                a supervised child process misbehaved
 │   ├── ProcessStartError       it could not be spawned or never became ready (stderr tail attached)
 │   └── ProcessDied             it exited while it was supposed to be running
 │       └── ResourceLimitExceeded  a slot's sandbox went over a cap (memory twice, or disk)
-├── BrowserUnavailable          no usable Chromium binary, or the browser could not be launched
-└── OverLimit                   a bound of the control plane is reached: the queue, the event streams (429)
+├── BrowserUnavailable          no usable Chromium binary, or the browser could not be launched (503)
+│   ├── SandboxUnavailable      (slots.sandbox) the host refuses the sandbox and ALLOW_UNSANDBOXED is not set
+│   └── SlotBlocked             (slots.foreign) a slot's display or port belongs to another program
+├── OverLimit                   a bound of the control plane is reached: the queue, the event streams (429)
+│   └── CapacityExceeded        (sessions.browser_capacity) every slot is busy and the caller would not wait
+├── SlotUnreachable             (slots.netns) a pinned endpoint inside a slot is gone; callers retry or end
+├── BackendClosed               (mcpbrowser.shared) the shared MCP browser was shut down with the server
+└── NetworkRefused              (network.refusal) the network policy refused a destination; tools report it
+
+Classes marked with a module live beside the code that raises them, because layers below ``api`` must not
+import upward; ``tests/unit/test_error_tree.py`` checks that every subclass anywhere is drawn here.
 """
 
 from __future__ import annotations

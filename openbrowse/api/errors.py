@@ -34,16 +34,11 @@ ERROR_STATUS: dict[type[OpenBrowseError], int] = {
 }
 
 
-STATUS_BY_CODE: dict[str, int] = {"sandbox_unavailable": 503}
-"""Errors of layers ``api`` may not import (``slots.sandbox.SandboxUnavailable``), known by their stable code: the
-host cannot run a browser now, which is a 503 naming the fix, not a 500."""
-
-
 def status_for(exc: OpenBrowseError) -> int:
     for cls in type(exc).__mro__:
         if cls in ERROR_STATUS:
             return ERROR_STATUS[cls]
-    return STATUS_BY_CODE.get(exc.code, 500)
+    return 500
 
 
 def _json_safe(value: Any) -> Any:

@@ -43,7 +43,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
-from openbrowse.errors import OpenBrowseError, ProcessStartError
+from openbrowse.errors import BrowserUnavailable, ProcessStartError
 from openbrowse.slots.cgroups import SlotCgroup
 from openbrowse.slots.etc_view import etc_binds
 from openbrowse.slots.process import ManagedProcess, ProcessHook
@@ -78,7 +78,7 @@ SANDBOX_FONT_CACHE = "/var/cache/fontconfig"
 """Where a sandbox sees the server's shared fontconfig cache (the system cache dir of Debian's ``fonts.conf``)."""
 
 
-class SandboxUnavailable(OpenBrowseError):
+class SandboxUnavailable(BrowserUnavailable):
     """The kernel or the host refuses the sandbox, and ``ALLOW_UNSANDBOXED`` is not set."""
 
     code = "sandbox_unavailable"
