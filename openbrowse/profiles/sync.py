@@ -38,7 +38,7 @@ BASE_FILE = "profile_base.json"
 
 
 class ProfileStore(Protocol):
-    """The profile jars a run loads and merges back (a ``ProfileService``, or its bridge on an engine thread)."""
+    """The profile jars a run loads and merges back (the server's ``ProfileService``)."""
 
     async def snapshot(self, profile_id: str, base_path: Path) -> Jar: ...
 
