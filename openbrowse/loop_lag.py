@@ -52,6 +52,7 @@ class LoopLagMonitor:
     ) -> None:
         task, self._task = self._task, None
         await asyncio.shield(asyncio.to_thread(self._watchdog.stop))
+        self._watchdog.restore()
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -3,8 +3,14 @@
 The loop-lag monitor (:mod:`openbrowse.loop_lag`) beats every sample interval. A watchdog thread sleeps until a
 beat is :data:`STALL_THRESHOLD` overdue; if none came, the loop is held by whatever runs on it, so the watchdog
 reads that thread's current frame (``sys._current_frames``) and keeps reading it every :data:`SAMPLE_PERIOD`
-until the loop beats again. CPU-bound Python on the loop releases the GIL every switch interval, so the watchdog
-gets its turn within a few milliseconds. Each stall is then charged to the site seen most often in its samples.
+until the loop beats again. Each stall is then charged to the site seen most often in its samples.
+
+How a stack is read matters. A thread reading ``sys._current_frames`` needs the GIL, and the loop's thread gives
+it up at the next blocking call (a socket send, a ``stat``) far sooner than at the switch interval, so such
+samples would name the loop's cheap system calls instead of the Python that took the time. When the loop runs
+in the main thread (uvicorn, pytest) the watchdog therefore sends that thread ``SIGPROF`` and the handler, which
+Python runs on the loop between two bytecodes, records the frame it interrupted; elsewhere it falls back to
+``sys._current_frames``.
 
 A site names two frames: the innermost frame of the project's own code or browser-use (``owner``: what
 decided to do the work) and the innermost frame of all (``where``: what the time was spent in, often a
@@ -13,6 +19,7 @@ library). :class:`StallBook` is pure (no threads, no clock) and unit-tested on i
 
 from __future__ import annotations
 
+import signal
 import sys
 import threading
 import time
@@ -162,7 +169,7 @@ class StallWatchdog:
         self._interval = interval
         self._threshold = threshold
         self._period = sample_period
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # the signal handler takes it on the loop's thread, maybe inside beat()
         self._book = StallBook()
         self._last_beat = time.monotonic()
         self._beats = 0
@@ -170,19 +177,37 @@ class StallWatchdog:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._loop_thread = 0
+        self._signalled: list[list[Frame]] = []
+        self._previous_handler: signal._HANDLER = signal.SIG_DFL
+        self._installed = False
 
     def start(self) -> None:
         """Watch the calling thread (the loop's)."""
         self._loop_thread = threading.get_ident()
         self._last_beat = time.monotonic()
+        if threading.current_thread() is threading.main_thread():
+            self._previous_handler = signal.signal(signal.SIGPROF, self._on_signal)
+            self._installed = True
         self._thread = threading.Thread(target=self._watch, name="loop-stall-watchdog", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
+        """End the watchdog (blocking: joins its thread); the signal handler is put back by :meth:`restore`."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+
+    def restore(self) -> None:
+        """Put back the previous ``SIGPROF`` handler (on the loop's thread, after :meth:`stop`)."""
+        if self._installed:
+            signal.signal(signal.SIGPROF, self._previous_handler or signal.SIG_DFL)
+            self._installed = False
+
+    def _on_signal(self, _signum: int, frame: FrameType | None) -> None:
+        with self._lock:
+            if len(self._signalled) < MAX_SAMPLES:
+                self._signalled.append(frames_of(frame))
 
     def beat(self, lag: float) -> None:
         """The loop woke its timer ``lag`` seconds late."""
@@ -201,19 +226,27 @@ class StallWatchdog:
                 beats, due = self._beats, self._last_beat + self._interval + self._threshold
             if self._stop.wait(max(0.0, due - time.monotonic())):
                 return
+            by_signal = self._installed
+            with self._lock:
+                self._signalled = []
             samples: list[list[Frame]] = []
             while not self._stop.is_set():
                 with self._lock:
                     if self._beats != beats:
-                        if samples:
-                            self._book.charge(samples, self._lag)
+                        stacks = self._signalled if by_signal else samples
+                        if stacks:
+                            self._book.charge(stacks, self._lag)
+                        self._signalled = []
                         break
-                frame = sys._current_frames().get(self._loop_thread)
-                if frame is None:
-                    return  # the loop's thread ended
-                if len(samples) < MAX_SAMPLES:
-                    samples.append(frames_of(frame))
-                del frame
+                if by_signal:
+                    signal.pthread_kill(self._loop_thread, signal.SIGPROF)
+                else:
+                    frame = sys._current_frames().get(self._loop_thread)
+                    if frame is None:
+                        return  # the loop's thread ended
+                    if len(samples) < MAX_SAMPLES:
+                        samples.append(frames_of(frame))
+                    del frame
                 self._stop.wait(self._period)
 
 
