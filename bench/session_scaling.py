@@ -16,9 +16,11 @@ every agent step after ``--step-delay`` seconds (so Chromium alone does not satu
   Chromium and Xvfb, are not counted) divided by the agent steps the fake answered in that window;
 * **server RSS** at the end of the window.
 
-Then the stall sites (``/health/details`` → ``loopStalls``: the code that held the loop in each stall over
-20 ms, with the stack of its worst stall) are printed for each N: this is the full detail behind ``/metrics``'s
-``openbrowse_loop_stall_seconds``. Targets 127.0.0.1 only; the 1-minute load average is recorded.
+Before the ``wrk`` windows the sessions run ``--quiet`` seconds without API load; the stall sites
+(``/health/details`` → ``loopStalls``: the code that held the loop in each stall over 20 ms, with the stack of its
+worst stall) are printed for that quiet stretch, where only the server's own work stalls the loop, and for the
+whole run: this is the full detail behind ``/metrics``'s ``openbrowse_loop_stall_seconds``. Targets 127.0.0.1
+only; the 1-minute load average is recorded.
 """
 
 from __future__ import annotations
@@ -136,8 +138,8 @@ def measure(server: ServerProcess, fake: FakeProvider, url: str, seconds: float)
 
 
 def run_count(
-    count: int, delay: float, site: FixtureSites, iterations: int, seconds: float
-) -> tuple[list[Window], list[dict[str, Any]]]:
+    count: int, delay: float, site: FixtureSites, iterations: int, seconds: float, quiet: float
+) -> tuple[list[Window], list[dict[str, Any]], list[dict[str, Any]]]:
     env = {"MAX_CONCURRENT_SESSIONS": str(count)}
     with served(env) as (server, fake), httpx.Client(timeout=60) as client:
         run_session(server, fake, client)  # warm-up: browser-use imported, one browser started and closed
@@ -145,15 +147,16 @@ def run_count(
         url = f"{server.v3}/sessions/{finished}"
         windows: list[Window] = []
         with sessions_running(server, fake, site, count, delay):
-            time.sleep(2)  # past the first navigation of every walker
+            time.sleep(quiet)  # the agents alone: what stalls the loop without API load
+            quiet_stalls: list[dict[str, Any]] = health_details(server).get("loopStalls") or []
             for _ in range(iterations):
                 windows.append(measure(server, fake, url, seconds))
         stalls: list[dict[str, Any]] = health_details(server).get("loopStalls") or []
-    return windows, stalls
+    return windows, quiet_stalls, stalls
 
 
-def print_stalls(count: int, stalls: list[dict[str, Any]], shown: int) -> None:
-    print(f"\n#### Stall sites, {count} concurrent session(s): summed lag, stalls, worst\n")
+def print_stalls(title: str, stalls: list[dict[str, Any]], shown: int) -> None:
+    print(f"\n#### Stall sites, {title}: summed lag, stalls, worst\n")
     print("| site | summed | stalls | worst |\n|---|---|---|---|")
     for stall in stalls[:shown]:
         print(f"| `{stall['site']}` | {stall['totalMs']:.0f} ms | {stall['stalls']} | {stall['worstMs']:.0f} ms |")
@@ -171,18 +174,20 @@ def main() -> None:
     parser.add_argument("--slow-from", type=int, default=4)
     parser.add_argument("--step-delay", type=float, default=1.0)
     parser.add_argument("--stalls", type=int, default=12)
+    parser.add_argument("--quiet", type=float, default=20.0)
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is missing: apt-get install wrk")
     started = time.monotonic()
     rows: list[str] = []
-    details: list[tuple[int, list[dict[str, Any]]]] = []
+    details: list[tuple[str, list[dict[str, Any]]]] = []
     with FixtureSites() as site:
         for count in (int(part) for part in args.concurrent.split(",")):
             delay = args.step_delay if count >= args.slow_from else 0.0
-            windows, stalls = run_count(count, delay, site, args.iterations, args.seconds)
-            details.append((count, stalls))
+            windows, quiet, stalls = run_count(count, delay, site, args.iterations, args.seconds, args.quiet)
+            details.append((f"{count} session(s), warm-up and {args.quiet:g} s without API load", quiet))
+            details.append((f"{count} session(s), the whole run", stalls))
 
             def col(name: str, runs: list[Window] = windows) -> list[float]:
                 return [getattr(window, name) for window in runs]
@@ -199,8 +204,8 @@ def main() -> None:
     )
     print("\n".join(rows))
     print(f"\n({args.iterations} windows of {args.seconds:g} s per count, {time.monotonic() - started:.0f} s)")
-    for count, stalls in details:
-        print_stalls(count, stalls, args.stalls)
+    for title, stalls in details:
+        print_stalls(title, stalls, args.stalls)
 
 
 if __name__ == "__main__":
