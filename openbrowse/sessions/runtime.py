@@ -279,12 +279,15 @@ class EngineLoader:
 
 
 def _prepare_engine() -> None:
-    """Once, off the loop: the screenshot resize moved off the loop, and the TLS contexts the first session's
-    clients would otherwise build on it (tens of ms of CPU each)."""
+    """Once, off the loop: the patches that take per-step CPU work off the loop (the screenshot resize, the
+    action models rebuilt every step), and the TLS contexts the first session's clients would otherwise build on
+    it (tens of ms of CPU each)."""
     from openbrowse.llm.tls import shared_ssl_context
+    from openbrowse.upstream.action_models import keep_unchanged_action_models
     from openbrowse.upstream.screenshot_resize import resize_off_loop
 
     resize_off_loop()
+    keep_unchanged_action_models()
     build_shared_context()
     with contextlib.suppress(ImportError):  # the providers' HTTP library, absent without provider SDKs
         shared_ssl_context()

@@ -33,7 +33,7 @@ def screenshot(width: int, height: int) -> str:
 
 
 def prompt(size: tuple[int, int] | None) -> AgentMessagePrompt:
-    return cast(AgentMessagePrompt, SimpleNamespace(llm_screenshot_size=size))
+    return cast("AgentMessagePrompt", SimpleNamespace(llm_screenshot_size=size))
 
 
 def test_upstream_resizes_while_building_the_message_from_the_prompts_size() -> None:
