@@ -30,6 +30,12 @@ def test_the_step_updates_the_models_from_the_page_url() -> None:
     assert "self.registry._match_domains(action.domains, page_url)" in inspect.getsource(Registry.create_action_model)
 
 
+def test_the_constructor_builds_the_models_from_the_unfiltered_actions() -> None:
+    source = inspect.getsource(Agent._setup_action_models)
+    assert "self.tools.registry.create_action_model()" in source
+    assert "if action.domains is None:" in inspect.getsource(Registry.create_action_model)
+
+
 async def test_upstreams_update_sets_exactly_the_four_models() -> None:
     agent = stand_in_agent()
     before = set(vars(agent))
@@ -42,8 +48,11 @@ async def test_models_are_kept_while_the_actions_are_the_same_and_rebuilt_otherw
     keep_unchanged_action_models()  # idempotent
     update = Agent._update_action_models_for_page
     agent = stand_in_agent()
+    Agent._setup_action_models(agent)  # type: ignore[arg-type]
+    built = agent.AgentOutput
     await update(agent, "https://example.com/")  # type: ignore[arg-type]
     first = agent.AgentOutput
+    assert first is built  # no filtered action matches: the constructor's models hold
     await update(agent, "https://example.org/other")  # type: ignore[arg-type]
     assert agent.AgentOutput is first
 
