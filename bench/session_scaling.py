@@ -1,7 +1,8 @@
 """How the server's cost grows with concurrent sessions, and which code held the event loop meanwhile.
 
     .venv/bin/python bench/session_scaling.py [--concurrent 1,2,4] [--iterations 3] [--seconds 8]
-                                              [--slow-from 4] [--step-delay 1.0] [--stalls 12] [--markdown]
+                                              [--slow-from 4] [--step-delay 1.0] [--stalls 12] [--quiet 20]
+                                              [--baseline-ref REF ...]
 
 For each count N a fresh server (``python -m openbrowse serve``, ``MAX_CONCURRENT_SESSIONS=N``, one warm spare)
 runs N sessions at once, each a long scripted walk through the fixture shop (navigate, open a product, back, the
@@ -21,6 +22,10 @@ Before the ``wrk`` windows the sessions run ``--quiet`` seconds without API load
 worst stall) are printed for that quiet stretch, where only the server's own work stalls the loop, and for the
 whole run: this is the full detail behind ``/metrics``'s ``openbrowse_loop_stall_seconds``. Targets 127.0.0.1
 only; the 1-minute load average is recorded.
+
+With ``--baseline-ref REF`` (repeatable) the server of each git revision (``git archive``, as in
+``bench/api_load.py``) is measured the same way in the same run, one server at a time for each count (two servers
+with running sessions side by side would share the CPUs and measure each other).
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.api_load import wrk
+from bench.api_load import source_tree, wrk
 from bench.served import MODEL, TERMINAL, fmt, health_details, run_session, served
 from tests.fakes.llm_request import LLMRequest
 from tests.fakes.llm_script import ReplyLike, click_on, done, navigate, structured
@@ -138,9 +143,9 @@ def measure(server: ServerProcess, fake: FakeProvider, url: str, seconds: float)
 
 
 def run_count(
-    count: int, delay: float, site: FixtureSites, iterations: int, seconds: float, quiet: float
+    count: int, delay: float, site: FixtureSites, iterations: int, seconds: float, quiet: float, tree: Path | None
 ) -> tuple[list[Window], list[dict[str, Any]], list[dict[str, Any]]]:
-    env = {"MAX_CONCURRENT_SESSIONS": str(count)}
+    env = {"MAX_CONCURRENT_SESSIONS": str(count), **({"PYTHONPATH": str(tree)} if tree else {})}
     with served(env) as (server, fake), httpx.Client(timeout=60) as client:
         run_session(server, fake, client)  # warm-up: browser-use imported, one browser started and closed
         finished = client.get(f"{server.v3}/sessions").json()["sessions"][0]["id"]
@@ -176,31 +181,38 @@ def main() -> None:
     parser.add_argument("--stalls", type=int, default=12)
     parser.add_argument("--quiet", type=float, default=20.0)
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--baseline-ref", action="append", default=[])
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is missing: apt-get install wrk")
     started = time.monotonic()
     rows: list[str] = []
     details: list[tuple[str, list[dict[str, Any]]]] = []
-    with FixtureSites() as site:
+    with contextlib.ExitStack() as stack:
+        site = stack.enter_context(FixtureSites())
+        trees: dict[str, Path | None] = {"ours": None}
+        for ref in args.baseline_ref:
+            trees[ref] = stack.enter_context(source_tree(ref))
         for count in (int(part) for part in args.concurrent.split(",")):
             delay = args.step_delay if count >= args.slow_from else 0.0
-            windows, quiet, stalls = run_count(count, delay, site, args.iterations, args.seconds, args.quiet)
-            details.append((f"{count} session(s), warm-up and {args.quiet:g} s without API load", quiet))
-            details.append((f"{count} session(s), the whole run", stalls))
+            for name, tree in trees.items():
+                windows, quiet, stalls = run_count(count, delay, site, args.iterations, args.seconds, args.quiet, tree)
+                if name == "ours":
+                    details.append((f"{count} session(s), warm-up and {args.quiet:g} s without API load", quiet))
+                    details.append((f"{count} session(s), the whole run", stalls))
 
-            def col(name: str, runs: list[Window] = windows) -> list[float]:
-                return [getattr(window, name) for window in runs]
+                def col(field: str, runs: list[Window] = windows) -> list[float]:
+                    return [getattr(window, field) for window in runs]
 
-            rows.append(
-                f"| {count} | {delay:g} s | {fmt(col('busy_p99'), 'ms', 0)} | {fmt(col('lag_p99'), 'ms', 0)} | "
-                f"{fmt(col('cpu_per_step'), 's')} | {statistics.median(col('steps')):.0f} | "
-                f"{fmt(col('rss'), 'MiB', 0)} | {fmt(col('load'), '', 1)} |"
-            )
+                rows.append(
+                    f"| {name} | {count} | {delay:g} s | {fmt(col('busy_p99'), 'ms', 0)} | "
+                    f"{fmt(col('lag_p99'), 'ms', 0)} | {fmt(col('cpu_per_step'), 's')} | "
+                    f"{statistics.median(col('steps')):.0f} | {fmt(col('rss'), 'MiB', 0)} | {fmt(col('load'), '', 1)} |"
+                )
     print(
-        "| concurrent sessions | model delay per step | busy p99 | loop-lag p99 | server CPU per agent step | "
+        "| server | concurrent sessions | model delay per step | busy p99 | loop-lag p99 | server CPU per agent step | "
         f"agent steps per {args.seconds:g} s window | server RSS | 1-min load average |\n"
-        "|---|---|---|---|---|---|---|---|"
+        "|---|---|---|---|---|---|---|---|---|"
     )
     print("\n".join(rows))
     print(f"\n({args.iterations} windows of {args.seconds:g} s per count, {time.monotonic() - started:.0f} s)")
