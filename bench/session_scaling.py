@@ -13,8 +13,10 @@ every agent step after ``--step-delay`` seconds (so Chromium alone does not satu
 * **busy p99**: ``wrk -t2 -c20 --latency`` on ``GET /v3/sessions/{id}`` (a finished session's row) for
   ``--seconds``;
 * **loop-lag p99**: the server's own figure (``/health/details`` → ``loopLagMs.p99``, its last minute);
-* **server CPU per agent step**: the server process's user+system CPU seconds over the window (its children,
-  Chromium and Xvfb, are not counted) divided by the agent steps the fake answered in that window;
+* **server CPU per agent step**: over the ``--quiet`` stretch before the ``wrk`` windows (sessions running, no
+  API load), the server process's user+system CPU seconds (its children, Chromium and Xvfb, are not counted)
+  divided by the agent steps the fake answered meanwhile; with the agent steps a minute there;
+* **agent steps during the busy windows**: how far the agents got while ``wrk`` saturated the API;
 * **server RSS** at the end of the window.
 
 Before the ``wrk`` windows the sessions run ``--quiet`` seconds without API load; the stall sites
@@ -65,7 +67,6 @@ MiB = 1024 * 1024
 class Window:
     busy_p99: float
     lag_p99: float
-    cpu_per_step: float
     steps: int
     rss: float
     load: float
@@ -133,18 +134,34 @@ def measure(server: ServerProcess, fake: FakeProvider, url: str, seconds: float)
     assert server.process is not None
     process = psutil.Process(server.process.pid)
     load = os.getloadavg()[0]
-    cpu_before = sum(process.cpu_times()[:2])
     steps_before = sum(1 for r in fake.requests if is_step(r))
     busy_p99 = wrk(url, seconds)[1]
-    cpu = sum(process.cpu_times()[:2]) - cpu_before
     steps = sum(1 for r in fake.requests if is_step(r)) - steps_before
     lag = float(health_details(server)["loopLagMs"]["p99"])
-    return Window(busy_p99, lag, cpu / steps if steps else float("nan"), steps, process.memory_info().rss / MiB, load)
+    return Window(busy_p99, lag, steps, process.memory_info().rss / MiB, load)
+
+
+@dataclass(frozen=True)
+class Quiet:
+    cpu_per_step: float
+    steps_per_minute: float
+
+
+def quiet_stretch(server: ServerProcess, fake: FakeProvider, seconds: float) -> Quiet:
+    """Server CPU per agent step and agent steps a minute while the sessions run without API load."""
+    assert server.process is not None
+    process = psutil.Process(server.process.pid)
+    cpu_before = sum(process.cpu_times()[:2])
+    steps_before = sum(1 for r in fake.requests if is_step(r))
+    time.sleep(seconds)
+    cpu = sum(process.cpu_times()[:2]) - cpu_before
+    steps = sum(1 for r in fake.requests if is_step(r)) - steps_before
+    return Quiet(cpu / steps if steps else float("nan"), steps * 60 / seconds)
 
 
 def run_count(
     count: int, delay: float, site: FixtureSites, iterations: int, seconds: float, quiet: float, tree: Path | None
-) -> tuple[list[Window], list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[Quiet, list[Window], list[dict[str, Any]], list[dict[str, Any]]]:
     env = {"MAX_CONCURRENT_SESSIONS": str(count), **({"PYTHONPATH": str(tree)} if tree else {})}
     with served(env) as (server, fake), httpx.Client(timeout=60) as client:
         run_session(server, fake, client)  # warm-up: browser-use imported, one browser started and closed
@@ -152,12 +169,12 @@ def run_count(
         url = f"{server.v3}/sessions/{finished}"
         windows: list[Window] = []
         with sessions_running(server, fake, site, count, delay):
-            time.sleep(quiet)  # the agents alone: what stalls the loop without API load
+            alone = quiet_stretch(server, fake, quiet)  # the agents alone: what stalls the loop without API load
             quiet_stalls: list[dict[str, Any]] = health_details(server).get("loopStalls") or []
             for _ in range(iterations):
                 windows.append(measure(server, fake, url, seconds))
         stalls: list[dict[str, Any]] = health_details(server).get("loopStalls") or []
-    return windows, quiet_stalls, stalls
+    return alone, windows, quiet_stalls, stalls
 
 
 def print_stalls(title: str, stalls: list[dict[str, Any]], shown: int) -> None:
@@ -196,7 +213,9 @@ def main() -> None:
         for count in (int(part) for part in args.concurrent.split(",")):
             delay = args.step_delay if count >= args.slow_from else 0.0
             for name, tree in trees.items():
-                windows, quiet, stalls = run_count(count, delay, site, args.iterations, args.seconds, args.quiet, tree)
+                alone, windows, quiet, stalls = run_count(
+                    count, delay, site, args.iterations, args.seconds, args.quiet, tree
+                )
                 if name == "ours":
                     details.append((f"{count} session(s), warm-up and {args.quiet:g} s without API load", quiet))
                     details.append((f"{count} session(s), the whole run", stalls))
@@ -206,13 +225,14 @@ def main() -> None:
 
                 rows.append(
                     f"| {name} | {count} | {delay:g} s | {fmt(col('busy_p99'), 'ms', 0)} | "
-                    f"{fmt(col('lag_p99'), 'ms', 0)} | {fmt(col('cpu_per_step'), 's')} | "
+                    f"{fmt(col('lag_p99'), 'ms', 0)} | {alone.cpu_per_step:.2f} s | {alone.steps_per_minute:.0f} | "
                     f"{statistics.median(col('steps')):.0f} | {fmt(col('rss'), 'MiB', 0)} | {fmt(col('load'), '', 1)} |"
                 )
     print(
-        "| server | concurrent sessions | model delay per step | busy p99 | loop-lag p99 | server CPU per agent step | "
-        f"agent steps per {args.seconds:g} s window | server RSS | 1-min load average |\n"
-        "|---|---|---|---|---|---|---|---|---|"
+        "| server | concurrent sessions | model delay per step | busy p99 | loop-lag p99 | "
+        "server CPU per agent step (no API load) | agent steps a minute (no API load) | "
+        f"agent steps per {args.seconds:g} s busy window | server RSS | 1-min load average |\n"
+        "|---|---|---|---|---|---|---|---|---|---|"
     )
     print("\n".join(rows))
     print(f"\n({args.iterations} windows of {args.seconds:g} s per count, {time.monotonic() - started:.0f} s)")
