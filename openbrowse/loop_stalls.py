@@ -2,8 +2,8 @@
 
 The loop-lag monitor (:mod:`openbrowse.loop_lag`) beats every sample interval. A watchdog thread sleeps until a
 beat is :data:`STALL_THRESHOLD` overdue; if none came, the loop is held by whatever runs on it, so the watchdog
-reads that thread's current frame (``sys._current_frames``) and keeps reading it every :data:`SAMPLE_PERIOD`
-until the loop beats again. Each stall is then charged to the site seen most often in its samples.
+reads that thread's current frame and keeps reading it, every :data:`SAMPLE_PERIOD` at first and less often as
+the stall goes on, until the loop beats again. Each stall is then charged to the site seen most often in its samples.
 
 How a stack is read matters. A thread reading ``sys._current_frames`` needs the GIL, and the loop's thread gives
 it up at the next blocking call (a socket send, a ``stat``) far sooner than at the switch interval, so such
@@ -31,6 +31,8 @@ from types import FrameType
 STALL_THRESHOLD = 0.02
 """A beat this late (beyond the sample interval) is a stall worth a stack."""
 SAMPLE_PERIOD = 0.01
+MAX_SAMPLE_PERIOD = 0.16
+"""The sample period doubles within a stall up to this: a long stall gets fewer samples, and fewer signals."""
 OWNER_PREFIXES = ("openbrowse.", "browser_use.")
 MAX_SITES = 200
 """Distinct sites remembered; later new sites are counted under :data:`OTHER`."""
@@ -178,6 +180,7 @@ class StallWatchdog:
         self._thread: threading.Thread | None = None
         self._loop_thread = 0
         self._signalled: list[list[Frame]] = []
+        self._handled = 0
         self._previous_handler: signal._HANDLER = signal.SIG_DFL
         self._installed = False
 
@@ -206,6 +209,7 @@ class StallWatchdog:
 
     def _on_signal(self, _signum: int, frame: FrameType | None) -> None:
         with self._lock:
+            self._handled += 1
             if len(self._signalled) < MAX_SAMPLES:
                 self._signalled.append(frames_of(frame))
 
@@ -229,7 +233,9 @@ class StallWatchdog:
             by_signal = self._installed
             with self._lock:
                 self._signalled = []
+                sent = self._handled
             samples: list[list[Frame]] = []
+            taken = 0
             while not self._stop.is_set():
                 with self._lock:
                     if self._beats != beats:
@@ -239,7 +245,13 @@ class StallWatchdog:
                         self._signalled = []
                         break
                 if by_signal:
-                    signal.pthread_kill(self._loop_thread, signal.SIGPROF)
+                    # A new signal only once the last one was handled: a thread in a long system call or C code
+                    # (a fork above all, which the kernel restarts when a signal arrives) is interrupted once.
+                    with self._lock:
+                        handled = self._handled
+                    if handled >= sent:
+                        sent = handled + 1
+                        signal.pthread_kill(self._loop_thread, signal.SIGPROF)
                 else:
                     frame = sys._current_frames().get(self._loop_thread)
                     if frame is None:
@@ -247,7 +259,8 @@ class StallWatchdog:
                     if len(samples) < MAX_SAMPLES:
                         samples.append(frames_of(frame))
                     del frame
-                self._stop.wait(self._period)
+                taken += 1
+                self._stop.wait(min(self._period * (1 << min(taken, 4)), MAX_SAMPLE_PERIOD))
 
 
 def _copy(figures: SiteFigures) -> SiteFigures:
