@@ -14,7 +14,6 @@ thread started for that purpose, which ends right after (a pooled thread never c
 
 from __future__ import annotations
 
-import _thread
 import asyncio
 import contextlib
 import ctypes
@@ -97,7 +96,7 @@ class SlotNetwork:
 
     async def connect(self, port: int) -> socket.socket:
         """A socket connected to ``127.0.0.1:port`` inside the namespace (made by a dedicated thread)."""
-        return await _in_dedicated_thread(lambda: self.connect_here(port))
+        return await _in_dedicated_thread(lambda: self.connect_here(port), f"{self.name}-connect")
 
     async def open_connection(
         self, port: int, *, limit: int = 2**16
@@ -117,7 +116,7 @@ class SlotNetwork:
             os.close(fd)
 
 
-async def _in_dedicated_thread(work: Callable[[], T]) -> T:
+async def _in_dedicated_thread(work: Callable[[], T], name: str) -> T:
     """Run ``work`` in a new thread that ends with it (it may change namespace); await its result."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[T] = loop.create_future()
@@ -145,7 +144,5 @@ async def _in_dedicated_thread(work: Callable[[], T]) -> T:
             if isinstance(result, socket.socket):
                 result.close()
 
-    # not threading.Thread.start(): it waits on the loop until the new thread runs, which under load took up to
-    # a quarter second (a loop stall named by the stall sampler); the thread reports through ``done`` anyway
-    _thread.start_new_thread(run, ())
+    threading.Thread(target=run, name=name, daemon=True).start()
     return await done
