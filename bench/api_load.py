@@ -1,15 +1,15 @@
 """API under load: ``GET /v3/sessions/{id}`` from 20 clients, idle and while sessions run; event-loop lag; the
 agent's own speed.
 
-    .venv/bin/python bench/api_load.py [--iterations 5] [--seconds 5] [--markdown] [--baseline-ref REF]
+    .venv/bin/python bench/api_load.py [--iterations 5] [--seconds 5] [--markdown] [--baseline-ref REF ...]
 
 Servers (``python -m openbrowse serve``, zero-latency fake model) run side by side and are measured in turn, each
 iteration visiting every server, so the ratios hold under whatever load the machine has:
 
 * **ours**: the defaults;
-* with ``--baseline-ref REF``, also the server of that git revision (``git archive``), e.g. the commit before
-  an optimisation, to compare code and not only settings (issue 24 settled engine threads against engines on
-  the API's loop this way: see docs/benchmarks.md).
+* with ``--baseline-ref REF`` (repeatable), also the server of each such git revision (``git archive``), e.g.
+  the commit before an optimisation, to compare code and not only settings (issue 24 settled engine threads
+  against engines on the API's loop this way: see docs/benchmarks.md).
 
 Per server and iteration:
 
@@ -208,7 +208,9 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=5)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--markdown", action="store_true")
-    parser.add_argument("--baseline-ref", help="also serve this git revision (e.g. main) side by side")
+    parser.add_argument(
+        "--baseline-ref", action="append", default=[], help="also serve this git revision side by side (repeatable)"
+    )
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is missing: apt-get install wrk")
@@ -217,9 +219,9 @@ def main() -> None:
     loads: list[float] = []
     with contextlib.ExitStack() as stack:
         site = stack.enter_context(FixtureSites())
-        if args.baseline_ref:
-            tree = stack.enter_context(source_tree(args.baseline_ref))
-            variants[args.baseline_ref] = {"PYTHONPATH": str(tree)}
+        for ref in args.baseline_ref:
+            tree = stack.enter_context(source_tree(ref))
+            variants[ref] = {"PYTHONPATH": str(tree)}
         targets: dict[str, Target] = {}
         for name, env in variants.items():
             server, fake = stack.enter_context(served(env))

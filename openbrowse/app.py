@@ -35,10 +35,10 @@ from openbrowse.network.policy import NetworkRules
 from openbrowse.profiles.service import ProfileService, prepare_directory
 from openbrowse.sessions.activity import ActivityBoard
 from openbrowse.sessions.admission import QueueAdmission
-from openbrowse.sessions.browser_tools import build_browser_tools
 from openbrowse.sessions.browsers import BrowserService
 from openbrowse.sessions.control import ControlService
 from openbrowse.sessions.file_area import RETENTION_SWEEP_S, FileAreas
+from openbrowse.sessions.lazy_browser_tools import LazyBrowserTools
 from openbrowse.sessions.live import LiveTargets
 from openbrowse.sessions.maintenance import Maintenance, MaintenanceDrain
 from openbrowse.sessions.manager import SessionManager
@@ -158,9 +158,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 settings=settings,
             )
             app.state.browsers = await stack.enter_async_context(raw_browsers)
-            # MCP browser tools: one shared Chromium on its own slot, one context per MCP session (spec §23.3)
+            # MCP browser tools: one shared Chromium on its own slot, one context per MCP session (spec §23.3);
+            # built with Playwright on the first browser tool call
             app.state.browser_tools = await stack.enter_async_context(
-                build_browser_tools(settings, pool.ledger, raw_browsers)
+                LazyBrowserTools(settings, pool.ledger, raw_browsers)
             )
             # a drain in progress ends before what it drains closes
             await stack.enter_async_context(MaintenanceDrain(maintenance, manager, raw_browsers, activity.touch_all))

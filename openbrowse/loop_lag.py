@@ -1,7 +1,8 @@
 """Event-loop lag: how late the API's event loop wakes a timer, sampled continuously while the server runs.
 
 A lag of hundreds of milliseconds means something ran on the loop without yielding (CPU-bound work, a blocking
-call) and every request waited for it. ``/health/details`` reports the current, worst and 99th-percentile lag.
+call) and every request waited for it. ``/health/details`` reports the current, worst and 99th-percentile lag,
+and the code that held the loop in each stall (:mod:`openbrowse.loop_stalls`); ``/metrics`` the top sites.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import math
 from collections import deque
 from dataclasses import dataclass
 from types import TracebackType
+
+from openbrowse.loop_stalls import Site, SiteFigures, StallWatchdog
 
 SAMPLE_INTERVAL = 0.05
 WINDOW = 1200
@@ -37,15 +40,19 @@ class LoopLagMonitor:
         self._max = 0.0
         self._count = 0
         self._task: asyncio.Task[None] | None = None
+        self._watchdog = StallWatchdog(interval)
 
     async def __aenter__(self) -> LoopLagMonitor:
         self._task = asyncio.create_task(self._sample(), name="loop-lag-monitor")
+        self._watchdog.start()
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         task, self._task = self._task, None
+        await asyncio.shield(asyncio.to_thread(self._watchdog.stop))
+        self._watchdog.restore()
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -56,7 +63,9 @@ class LoopLagMonitor:
         while True:
             expected = loop.time() + self._interval
             await asyncio.sleep(self._interval)
-            self.record(max(0.0, loop.time() - expected))
+            lag = max(0.0, loop.time() - expected)
+            self.record(lag)
+            self._watchdog.beat(lag)
 
     def record(self, lag_seconds: float) -> None:
         self._recent.append(lag_seconds)
@@ -73,3 +82,7 @@ class LoopLagMonitor:
             p99_ms=round(p99 * 1000, 1),
             samples=self._count,
         )
+
+    def stalls(self, count: int) -> list[tuple[Site, SiteFigures]]:
+        """The ``count`` code sites that held the loop longest in stalls since start, worst first."""
+        return self._watchdog.top(count)

@@ -26,6 +26,7 @@ from openbrowse.agent.files.sweep import FileSweep
 from openbrowse.agent.files.temp_dir import temp_dir_inside
 from openbrowse.agent.lean_state import LeanState
 from openbrowse.agent.prompts import MAX_ACTIONS_PER_STEP, system_prompt
+from openbrowse.agent.replies.cards import prepare_schema
 from openbrowse.agent.replies.chat import AgentCallLog, AgentChatModel
 from openbrowse.agent.review.loop import ReviewLoop
 from openbrowse.agent.secret_typing import confine_secrets
@@ -212,12 +213,21 @@ class AgentRunner:
         if self._captcha is not None:
             self._captcha.new_turn()
         agent = self._agent
+        schema: asyncio.Future[None] | None = None
         if agent is None:
             agent = self._agent = self._build_agent(text)
+            # the reply schema is built on a thread while the browser session starts, not on the loop at step 1
+            schema = asyncio.ensure_future(asyncio.to_thread(prepare_schema, agent.AgentOutput))
         else:
             agent.add_new_task(CONTINUATION_NOTE + text)
         self._history.begin(agent)
-        outcome = await self._drive(agent, task, goal, agent.state.n_steps - 1 + STEPS_PER_TURN)
+        try:
+            outcome = await self._drive(agent, task, goal, agent.state.n_steps - 1 + STEPS_PER_TURN)
+        finally:
+            if schema is not None:
+                await asyncio.shield(asyncio.wait({schema}))
+                if not schema.cancelled() and schema.exception() is not None:
+                    logger.debug("Building the reply schema ahead failed: %s", schema.exception())
         await self._review.dissent(outcome)
         return outcome
 

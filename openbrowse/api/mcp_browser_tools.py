@@ -13,7 +13,7 @@ returns as an ``isError`` result with the sentence.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -27,7 +27,8 @@ from openbrowse.mcpbrowser.tools import CATALOG, BrowserTool
 
 __all__ = ["owner_of", "register_browser_tools"]
 
-Backend = Callable[[], BrowserToolsBackend]
+Backend = Callable[[], Awaitable[BrowserToolsBackend]]
+"""The browser tools' backend, built on the first call (``LazyBrowserTools.get``)."""
 Content = list[TextContent | ImageContent]
 """A browser tool's reply (``mcpbrowser.tools`` makes it; the SDK reads this annotation at runtime)."""
 
@@ -45,7 +46,7 @@ def owner_of(ctx: Context[Any, Any]) -> str | None:
 def _handler(tool: BrowserTool, backend: Backend) -> Callable[..., Any]:
     async def run(ctx: Context[Any, Any], **arguments: Any) -> Content:
         try:
-            return await backend().run(tool.name, owner_of(ctx), arguments)
+            return await (await backend()).run(tool.name, owner_of(ctx), arguments)
         except ToolFailure as exc:
             raise BrowserToolFailed(str(exc)) from exc
 
@@ -72,7 +73,7 @@ def _register_context_tools(server: MCPServer[Any], backend: Backend) -> None:
         structured_output=True,
     )
     async def open_browser_context() -> dict[str, Any]:
-        tools = backend()
+        tools = await backend()
         return {"contextId": tools.open_context(), "idleTimeoutSeconds": tools.handles.idle_s}
 
     @server.tool(
@@ -83,7 +84,7 @@ def _register_context_tools(server: MCPServer[Any], backend: Backend) -> None:
     )
     async def close_browser_context(contextId: str) -> dict[str, Any]:
         try:
-            await backend().close_context(contextId)
+            await (await backend()).close_context(contextId)
         except ToolFailure as exc:
             raise BrowserToolFailed(str(exc)) from exc
         return {"closed": True, "contextId": contextId}

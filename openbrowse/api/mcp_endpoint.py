@@ -20,7 +20,7 @@ import importlib
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from fastapi import FastAPI
 from starlette.requests import HTTPConnection
@@ -31,7 +31,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from openbrowse.api.auth import AuthFailed, AuthThrottled
 from openbrowse.api.deps import authenticator_of
 from openbrowse.api.errors import auth_refusal
-from openbrowse.mcpbrowser.backend import BrowserToolsBackend
+
+if TYPE_CHECKING:
+    from openbrowse.sessions.lazy_browser_tools import LazyBrowserTools
 
 __all__ = ["MCP_PATH", "SESSION_HEADER", "McpEndpoint", "McpGate", "install_mcp", "mcp_lifespan"]
 
@@ -90,7 +92,8 @@ class McpGate:
         if used := conn.headers.get(SESSION_HEADER):
             self.used(used)
         ended = conn.headers.get(SESSION_HEADER) if scope["method"] == "DELETE" else None
-        tools: BrowserToolsBackend | None = getattr(self._app.state, "browser_tools", None)
+        lazy: LazyBrowserTools | None = getattr(self._app.state, "browser_tools", None)
+        tools = lazy.loaded if lazy is not None else None  # never built: no browser context to release
         if not ended or tools is None:
             await self._inner(scope, receive, send)
             return
@@ -192,14 +195,13 @@ def install_mcp(app: FastAPI) -> McpEndpoint:
 
 @asynccontextmanager
 async def mcp_lifespan(
-    endpoint: McpEndpoint, browser_tools: BrowserToolsBackend | None = None, gate: McpGate | None = None
+    endpoint: McpEndpoint, browser_tools: LazyBrowserTools | None = None, gate: McpGate | None = None
 ) -> AsyncIterator[None]:
     """The MCP endpoint for the app's lifespan: its SDK sessions, if any were started, end when the app does."""
     if browser_tools is not None and gate is not None:
         # an MCP session silent for MCP_OWNER_IDLE_S (gone without ending it) has its browser context released;
         # its next call gets a fresh one
-        idle_s = browser_tools.handles.idle_s
-        browser_tools.live_owners = lambda: gate.recently_used(idle_s)
+        browser_tools.recently_used = gate.recently_used
     try:
         yield
     finally:

@@ -91,6 +91,6 @@ def build_mcp_server(app: FastAPI) -> McpServerParts:
         return app.state.manager, app.state.profiles
 
     register_session_tools(server, services)
-    register_browser_tools(server, lambda: app.state.browser_tools)
+    register_browser_tools(server, lambda: app.state.browser_tools.get())
     sessions = _session_manager(server)
     return McpServerParts(sessions, StreamableHTTPASGIApp(sessions))

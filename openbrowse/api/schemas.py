@@ -249,6 +249,19 @@ class LoopLagView(WireModel):
     samples: int
 
 
+class LoopStallView(WireModel):
+    """A code site that held the event loop in stalls over 20 ms: ``owner > where`` (the project's or
+    browser-use's innermost frame, and the innermost frame of all), how many stalls and their lag in ms, and the
+    stack (innermost first) of its worst stall."""
+
+    site: str
+    stalls: int
+    samples: int
+    total_ms: float
+    worst_ms: float
+    stack: list[str]
+
+
 class SlotUseView(WireModel):
     """A display slot with processes: its absolute index, holder (session or browser id; none for a spare),
     state and the PSS of all its processes (Xvfb, Chromium and helpers) in MiB."""
@@ -290,6 +303,8 @@ class HealthDetailsView(WireModel):
     memory: float
     is_available: bool
     loop_lag_ms: LoopLagView | None = None
+    loop_stalls: list[LoopStallView] | None = None
+    """The sites that held the loop longest since start, worst first (the rest summed as ``other``)."""
     live_objects: dict[str, int] | None = None
     slots: list[SlotUseView] | None = None
     """The slots of sessions and raw browsers (spares are listed under ``spares`` only)."""

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import importlib
 
-from openbrowse.control.call import ROUTES, ControlRoute
+from openbrowse.control.call import ROUTES, ControlRoute, Method
 
-__all__ = ["SERVING_MODULES", "all_routes"]
+__all__ = ["SERVING_MODULES", "all_routes", "loaded_route", "route_for"]
 
 SERVING_MODULES = (
     "openbrowse.control.tabs",
@@ -31,3 +31,19 @@ def all_routes() -> list[ControlRoute]:
             seen.add(key)
             routes.append(route)
     return routes
+
+
+_BY_KEY: dict[tuple[str, str], ControlRoute] = {}
+
+
+def route_for(method: Method, path: str) -> ControlRoute:
+    """The route serving ``method path`` (a pair of :data:`~openbrowse.control.paths.ROUTE_PATHS`); the first call
+    imports the serving modules, and Playwright with them (blocking: call it on a thread)."""
+    if not _BY_KEY:
+        _BY_KEY.update({(route.method, route.path): route for route in all_routes()})
+    return _BY_KEY[(method, path)]
+
+
+def loaded_route(method: Method, path: str) -> ControlRoute | None:
+    """The route when the serving modules are loaded already, else None (no import on the event loop)."""
+    return _BY_KEY.get((method, path))

@@ -15,18 +15,16 @@ agent's steps.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
-
-from playwright.async_api import Error as PlaywrightError
 
 from openbrowse.config import Settings
 from openbrowse.control.call import ControlCall, ControlRoute
-from openbrowse.control.engine import ControlEngine
 from openbrowse.control.errors import ControlError, browser_not_live, operation_failed, session_busy
 from openbrowse.control.target import AskModel, ControlTarget, FileUrl
 from openbrowse.domain.browser_folders import BrowserFolders
@@ -39,12 +37,16 @@ from openbrowse.sessions.manager import SessionManager
 from openbrowse.shielding import run_shielded
 from openbrowse.store.feed import FeedRepo
 
+if TYPE_CHECKING:
+    from openbrowse.control.engine import ControlEngine
+
 __all__ = ["ControlService", "TargetKind", "describe_call", "files_route"]
 
 logger = logging.getLogger(__name__)
 
 TargetKind = Literal["session", "browser"]
 _NOTE_LIMIT = 20  # actions listed in the hand-back note; the rest are counted
+ENGINE_MODULE = "openbrowse.control.engine"
 _TEXT_KINDS = frozenset({"type", "insertText", "fill", "evaluate"})
 
 
@@ -86,6 +88,8 @@ def files_route(kind: TargetKind, target_id: str) -> FileUrl:
 
 async def _served(route: ControlRoute, call: ControlCall) -> dict[str, Any]:
     """The handler's answer; a Playwright failure the handler did not name is still a typed 422, never a 500."""
+    from playwright.async_api import Error as PlaywrightError  # loaded with the handler's module
+
     try:
         return await route.handler(call)
     except PlaywrightError as exc:
@@ -214,7 +218,9 @@ class ControlService:
                 driven = None
             if driven is None:
                 await asyncio.to_thread(target.files_dir.mkdir, mode=0o700, parents=True, exist_ok=True)
-                driven = self._driven[target_id] = _Driven(ControlEngine(target), target.cdp_url)
+                # the engine (and Playwright) load on the control API's first use, on a thread
+                engines = await asyncio.to_thread(importlib.import_module, ENGINE_MODULE)
+                driven = self._driven[target_id] = _Driven(engines.ControlEngine(target), target.cdp_url)
             return driven
 
     # -- hooks from the session and browser lifecycles -----------------------------------------------------------

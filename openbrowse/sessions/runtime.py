@@ -26,7 +26,7 @@ from openbrowse.sessions.activity import ActivityBoard
 from openbrowse.sessions.policy import RunPolicy
 from openbrowse.store.feed import FeedRepo
 from openbrowse.store.sessions import SessionRepo
-from openbrowse.upstream.httpx_tls import share_httpx_default_context
+from openbrowse.upstream.httpx_tls import build_shared_context, share_httpx_default_context
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -278,9 +278,25 @@ class EngineLoader:
         return engine
 
 
+def _prepare_engine() -> None:
+    """Once, off the loop: the patches that take per-step CPU work off the loop (the screenshot resize, the
+    action models rebuilt every step), and the TLS contexts the first session's clients would otherwise build on
+    it (tens of ms of CPU each)."""
+    from openbrowse.llm.tls import shared_ssl_context
+    from openbrowse.upstream.action_models import keep_unchanged_action_models
+    from openbrowse.upstream.screenshot_resize import resize_off_loop
+
+    resize_off_loop()
+    keep_unchanged_action_models()
+    build_shared_context()
+    with contextlib.suppress(ImportError):  # the providers' HTTP library, absent without provider SDKs
+        shared_ssl_context()
+
+
 async def _import_engine(settings: Settings) -> Any:
     share_httpx_default_context()
     module = await asyncio.to_thread(importlib.import_module, ENGINE_MODULE)
+    await asyncio.to_thread(_prepare_engine)
     # the provider SDKs load with their adapters, only for the providers this server has keys for
     for name in provider_modules(settings):
         await asyncio.to_thread(importlib.import_module, name)

@@ -33,3 +33,10 @@ def share_httpx_default_context() -> None:
 
     create_ssl_context._openbrowse_shared = True  # type: ignore[attr-defined]
     setattr(transport, "create_ssl_context", create_ssl_context)  # noqa: B010 - a module attribute of httpx
+
+
+def build_shared_context() -> None:
+    """Build the shared context now (blocking: loads the CA bundle), so no client pays for it on the loop."""
+    from httpx._transports import default as transport
+
+    getattr(transport, "create_ssl_context")()  # noqa: B009

@@ -37,4 +37,5 @@ def test_health_details_reports_loop_lag(agent_server: ServerProcess) -> None:
     assert lag["samples"] > 0
     assert 0 <= lag["current"] <= lag["max"]
     assert 0 <= lag["p99"] <= lag["max"]
+    assert all({"site", "stalls", "totalMs", "worstMs", "stack"} <= stall.keys() for stall in details["loopStalls"])
     assert {"activeSessions", "queuedSessions", "maxConcurrentSessions", "isAvailable"} <= details.keys()

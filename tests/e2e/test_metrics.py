@@ -54,6 +54,7 @@ async def test_metrics_move_as_a_session_runs_and_logs_are_json(
     assert value(before, "openbrowse_queue_length") == 0
     assert value(before, "process_resident_memory_bytes") > 0
     assert value(before, "openbrowse_runs_total") == 0
+    assert ("openbrowse_loop_lag_p99_seconds", ()) in before  # stall sites appear once the loop stalls
 
     client = sdk(server)
     created = await client.sessions.create("Say hello and finish.")

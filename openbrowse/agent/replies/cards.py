@@ -78,3 +78,9 @@ def cards_of(output: object) -> dict[str, str]:
         if isinstance(value, str) and value.strip():
             cards[key] = value.strip()[:CARD_LIMIT]
     return cards
+
+
+def prepare_schema(output_format: type[BaseModel]) -> None:
+    """Build the card-carrying model and its JSON schema now (blocking: CPU-bound, tens to hundreds of ms), so the
+    first model call finds both cached; the runner calls it on a thread while the browser session starts."""
+    with_cards(output_format).model_json_schema()

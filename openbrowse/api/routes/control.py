@@ -16,6 +16,7 @@ would only restate loosely (docs/control-api.md describes them).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -30,9 +31,10 @@ from openbrowse.api.deps import authenticator_of
 from openbrowse.api.file_urls import FILE_AREAS, FileUrlSigner, OwnerKind
 from openbrowse.api.resource_auth import require_cdp_access, token_matches
 from openbrowse.config import Settings
-from openbrowse.control.call import ControlRoute
-from openbrowse.control.catalog import all_routes
+from openbrowse.control.call import Method
+from openbrowse.control.catalog import loaded_route, route_for
 from openbrowse.control.errors import ControlError, act_invalid
+from openbrowse.control.paths import ROUTE_PATHS
 from openbrowse.control.target import FileUrl
 from openbrowse.errors import MalformedRequest
 from openbrowse.sessions.control import ControlService, TargetKind
@@ -100,10 +102,14 @@ async def _body(request: Request) -> dict[str, Any]:
     return data
 
 
-def _endpoint(kind: TargetKind, route: ControlRoute) -> Callable[[Request], Awaitable[Response]]:
+def _endpoint(kind: TargetKind, method: Method, route_path: str) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         owner_id = request.path_params["owner_id"]
         _authorize(kind, request, owner_id)
+        # the serving modules (and Playwright) load on the control API's first call, on a thread
+        route = loaded_route(method, route_path)
+        if route is None:
+            route = await asyncio.to_thread(route_for, method, route_path)
         query = {key: value for key, value in request.query_params.items() if key not in _CREDENTIAL_PARAMS}
         path = {key: value for key, value in request.path_params.items() if key != "owner_id"}
         try:
@@ -114,16 +120,16 @@ def _endpoint(kind: TargetKind, route: ControlRoute) -> Callable[[Request], Awai
             return _refusal(exc)
         return Response(json.dumps(result, default=str), media_type="application/json")
 
-    endpoint.__name__ = f"control_{kind}_{route.method.lower()}_{route.path.strip('/').replace('/', '_') or 'status'}"
+    endpoint.__name__ = f"control_{kind}_{method.lower()}_{route_path.strip('/').replace('/', '_') or 'status'}"
     return endpoint
 
 
 def install_control_routes(app: FastAPI) -> None:
     router = APIRouter(include_in_schema=False)
     for kind, prefix in PREFIXES.items():
-        for route in all_routes():
-            endpoint = _endpoint(kind, route)
-            router.add_api_route(f"{prefix}{route.path}", endpoint, methods=[route.method])
-            if route.path == "":  # the status answers with or without the trailing slash, never a redirect
-                router.add_api_route(f"{prefix}/", endpoint, methods=[route.method])
+        for method, route_path in ROUTE_PATHS:
+            endpoint = _endpoint(kind, method, route_path)
+            router.add_api_route(f"{prefix}{route_path}", endpoint, methods=[method])
+            if route_path == "":  # the status answers with or without the trailing slash, never a redirect
+                router.add_api_route(f"{prefix}/", endpoint, methods=[method])
     app.include_router(router)

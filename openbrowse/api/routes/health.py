@@ -8,7 +8,15 @@ from fastapi import APIRouter, Request, Response
 from openbrowse import __version__
 from openbrowse.api.deps import ApiKey, ManagerDep, SettingsDep
 from openbrowse.api.openapi_docs import error_responses
-from openbrowse.api.schemas import HealthDetailsView, HealthView, LoopLagView, SandboxView, SlotUseView, SparesView
+from openbrowse.api.schemas import (
+    HealthDetailsView,
+    HealthView,
+    LoopLagView,
+    LoopStallView,
+    SandboxView,
+    SlotUseView,
+    SparesView,
+)
 from openbrowse.loop_lag import LoopLagMonitor
 from openbrowse.sessions.host_report import SlotMemory, live_objects, slot_report
 
@@ -16,6 +24,7 @@ router = APIRouter(tags=["health"])
 
 _CPU_BUSY_PERCENT = 90.0
 _MEMORY_BUSY_PERCENT = 90.0
+STALL_SITES_SHOWN = 20
 SANDBOX_NOT_PROBED = "The sandbox has not been probed yet: whether slots will be sandboxed is not known."
 
 
@@ -57,6 +66,7 @@ async def health_details(request: Request, manager: ManagerDep, settings: Settin
         and cpu < _CPU_BUSY_PERCENT
         and memory < _MEMORY_BUSY_PERCENT,
         loop_lag_ms=_loop_lag(request),
+        loop_stalls=_loop_stalls(request),
         live_objects=live_objects(),
         sandbox=_sandbox(request, settings),
         file_warnings=getattr(request.app.state, "file_warnings", []),
@@ -113,3 +123,20 @@ def _loop_lag(request: Request) -> LoopLagView | None:
         return None
     lag = monitor.figures()
     return LoopLagView(current=lag.current_ms, max=lag.max_ms, p99=lag.p99_ms, samples=lag.samples)
+
+
+def _loop_stalls(request: Request) -> list[LoopStallView] | None:
+    monitor: LoopLagMonitor | None = getattr(request.app.state, "loop_lag", None)
+    if monitor is None:
+        return None
+    return [
+        LoopStallView(
+            site=site.label,
+            stalls=figures.stalls,
+            samples=figures.samples,
+            total_ms=round(figures.total * 1000, 1),
+            worst_ms=round(figures.worst * 1000, 1),
+            stack=list(figures.stack),
+        )
+        for site, figures in monitor.stalls(STALL_SITES_SHOWN)
+    ]

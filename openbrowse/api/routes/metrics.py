@@ -7,6 +7,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from openbrowse.api.bridge_limits import board_of
 from openbrowse.api.deps import ApiKey
+from openbrowse.api.loop_stall_metrics import loop_stall_exposition
 from openbrowse.api.openapi_docs import error_responses
 from openbrowse.sessions.metrics import ServiceMetrics
 
@@ -24,6 +25,8 @@ router = APIRouter(tags=["health"])
 )
 async def metrics(request: Request) -> Response:
     """Sessions by status, slots, queue, run and step durations, LLM tokens and cost by model, failures by
-    ``failureKind``, end reasons, webhook deliveries, process memory, and what the WebSocket bridges hold."""
+    ``failureKind``, end reasons, webhook deliveries, process memory, what the WebSocket bridges hold, and the
+    code sites that held the event loop."""
     service: ServiceMetrics = request.app.state.metrics
-    return Response(await service.render() + board_of(request).exposition(), media_type=CONTENT_TYPE_LATEST)
+    stalls = loop_stall_exposition(getattr(request.app.state, "loop_lag", None))
+    return Response(await service.render() + board_of(request).exposition() + stalls, media_type=CONTENT_TYPE_LATEST)

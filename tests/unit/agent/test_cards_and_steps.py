@@ -6,7 +6,7 @@ import pytest
 from browser_use.agent.views import ActionResult, AgentOutput
 from browser_use.tools.service import Tools
 
-from openbrowse.agent.replies.cards import CARD_FIELDS, with_cards
+from openbrowse.agent.replies.cards import CARD_FIELDS, prepare_schema, with_cards
 from openbrowse.agent.turns.steps import category_of, first_sentence, step_entry
 from openbrowse.domain.feed import MessageType
 
@@ -56,3 +56,14 @@ def test_categories_and_sentences() -> None:
     assert category_of("done") == "done" and category_of("read_pages") == "read" and category_of("zzz") == "action"
     assert first_sentence("One. Two.") == "One."
     assert first_sentence("x" * 200).endswith("…") and len(first_sentence("x" * 200)) == 140
+
+
+def test_a_schema_prepared_ahead_is_the_one_the_model_call_gets() -> None:
+    output = AgentOutput.type_with_custom_actions(Tools().registry.create_action_model())
+    prepare_schema(output)
+    model = with_cards(output)
+    assert "_openbrowse_card_schema" in model.__dict__  # built ahead, cached on the class
+    first, second = model.model_json_schema(), model.model_json_schema()
+    assert first == second
+    assert first is not second  # each caller gets its own copy to change
+    assert set(CARD_FIELDS) <= set(first["required"])
