@@ -13,7 +13,7 @@ import click
 
 from openbrowse import __version__
 from openbrowse.cli import browser, browsers, run, sessions
-from openbrowse.errors import ConfigError
+from openbrowse.errors import ConfigError, StoreUnavailable
 
 logger = logging.getLogger("openbrowse")
 
@@ -39,7 +39,7 @@ def _serve(host: str | None, port: int | None) -> int:
 
     try:
         serve(settings)
-    except ConfigError as exc:
+    except (ConfigError, StoreUnavailable) as exc:
         logger.error("%s", exc.message)
         return 2
     return 0

@@ -24,8 +24,8 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import asyncpg
-from sqlalchemy import event, text
-from sqlalchemy import exc as sa_exc
+import sqlalchemy as sa
+from sqlalchemy import event, exc as sa_exc, text
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.sql.base import Executable
@@ -184,6 +184,11 @@ class Database:
         if writer is not None:  # the writer last: SQLite checkpoints the WAL when it closes
             await _to_completion(writer.dispose())
 
+    @property
+    def engine(self) -> AsyncEngine:
+        """The engine writes go through (for event listeners: tracing, tests)."""
+        return self._engine(reader=False)
+
     def _engine(self, reader: bool) -> AsyncEngine:
         engine = self._reader if reader else self._writer
         if engine is None:
@@ -194,7 +199,7 @@ class Database:
         """Whether the database answers a trivial query now (``/health``)."""
         try:
             await _to_completion(self._read(text("SELECT 1"), None))
-        except Exception:  # noqa: BLE001 - any failure means unreachable here
+        except Exception:
             return False
         return True
 
@@ -255,6 +260,10 @@ class Database:
         transactions are serialised already."""
         if self.kind == "postgresql":
             await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
+
+    def insertion_order(self, table: sa.Table) -> Any:
+        """A column that orders rows of equal timestamps: SQLite's ``rowid`` (insertion order), else the id."""
+        return sa.literal_column("rowid") if self.kind == "sqlite" else table.c.id
 
     async def fetch_all(self, statement: Statement, params: Params = None) -> list[RowMapping]:
         # each read runs to its end even if its caller is cancelled: a read abandoned half-way can never leave a

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
 from openbrowse.errors import ConfigError
+
+if TYPE_CHECKING:
+    from openbrowse.config import Settings
 
 StoreKind = Literal["sqlite", "postgresql"]
 _POSTGRES_SCHEMES = ("postgresql", "postgres", "postgresql+asyncpg")
@@ -56,3 +59,8 @@ class StoreTarget:
         if self.kind == "sqlite":
             return f"SQLite at {self.sqlite_path}"
         return f"PostgreSQL at {self.url.host or 'localhost'}:{self.url.port or 5432}/{self.url.database}"
+
+
+def store_target(settings: Settings) -> StoreTarget:
+    """``DATABASE_URL``, or SQLite at ``data/browser_use.db``."""
+    return StoreTarget.of(settings.DATABASE_URL, settings.db_path)
