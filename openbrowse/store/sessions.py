@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import fields
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
 from pydantic import TypeAdapter
-from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from openbrowse.domain.clock import Clock, from_wire, to_wire, utc_now
@@ -80,7 +79,7 @@ def _next_queue_seq() -> Any:
     return sa.select(sa.func.coalesce(sa.func.max(inner.c.queue_seq), 0) + 1).scalar_subquery()
 
 
-def _from_row(row: RowMapping) -> SessionRecord:
+def _from_row(row: Mapping[str, Any]) -> SessionRecord:
     """Decode the JSON columns, then let pydantic convert the rest (0/1 → bool, text → Decimal or enum).
 
     NULLs are left out so the record's defaults apply; the timestamps are parsed here to keep the stdlib's
