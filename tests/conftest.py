@@ -13,8 +13,7 @@ from browser_use_sdk.v3 import AsyncBrowserUse
 from openbrowse.bootstrap import prepare_process_environment
 from openbrowse.slots.sandbox import sandbox_problem
 from openbrowse.store.target import StoreTarget
-from tests.support.postgres import MISSING as POSTGRES_MISSING
-from tests.support.postgres import ThrowawayPostgres, server_bin_dir
+from tests.support.postgres import MISSING as POSTGRES_MISSING, ThrowawayPostgres, server_bin_dir
 from tests.support.sandbox_gate import CI_SANDBOX_MISSING
 from tests.support.server import ServerProcess
 

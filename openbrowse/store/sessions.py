@@ -79,7 +79,7 @@ def _next_queue_seq() -> Any:
     return sa.select(sa.func.coalesce(sa.func.max(inner.c.queue_seq), 0) + 1).scalar_subquery()
 
 
-def _from_row(row: Mapping[str, Any]) -> SessionRecord:
+def _from_row(row: Mapping[Any, Any]) -> SessionRecord:
     """Decode the JSON columns, then let pydantic convert the rest (0/1 → bool, text → Decimal or enum).
 
     NULLs are left out so the record's defaults apply; the timestamps are parsed here to keep the stdlib's

@@ -1,4 +1,5 @@
-"""ProfileService on real SQLite and real PostgreSQL: CRUD, import, snapshots, merges (across processes too),\ndeletion, and the move of an older install's jar files into the database."""
+"""ProfileService on real SQLite and real PostgreSQL: CRUD, import, snapshots, merges (across processes too),
+deletion, and the move of an older install's jar files into the database."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""SessionRepo.update on real SQLite and PostgreSQL: the row it returns is the one its own transaction wrote, and the row is read
-before the write only when a registered hook or watcher is concerned with a field the update writes."""
+"""SessionRepo.update on real SQLite and PostgreSQL: the row it returns is the one its own transaction wrote, and
+the row is read before the write only when a registered hook or watcher is concerned with a field it writes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Write transactions survive cancellation at any await, and reads never see uncommitted writes (real SQLite and PostgreSQL)."""
+"""Write transactions survive cancellation at any await, and reads never see uncommitted writes (real SQLite and
+real PostgreSQL)."""
 
 from __future__ import annotations
 
