@@ -98,6 +98,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             db = await stack.enter_async_context(
                 Database(store_target(settings), pool_size=settings.DATABASE_POOL_SIZE)
             )
+            app.state.database_kind, app.state.database_ping = db.kind, db.ping  # /health (spec §26.1)
             app.state.file_warnings = await asyncio.to_thread(log_loose_files, settings)  # spec §25.4
             app.state.file_warnings += report_disk_cap(app.state.sandbox_problem)
             session_repo = SessionRepo(db)

@@ -313,7 +313,7 @@ async def test_delete_removes_row_feed_and_files(client: AsyncBrowserUse, server
 
 
 def test_health(http: httpx.Client) -> None:
-    assert http.get("/health").json() == {"status": "ok"}
+    assert http.get("/health").json() == {"status": "ok", "database": "ok"}
     details = http.get("/health/details").json()
     assert details["status"] == "ok" and details["maxConcurrentSessions"] == 1
     assert {"activeSessions", "queuedSessions", "parkedSessions", "cpu", "memory", "isAvailable"} <= set(details)
