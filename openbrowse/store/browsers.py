@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import RowMapping
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from openbrowse.domain.browsers import BrowserRecord, BrowserStatus, BrowserStopReason
 from openbrowse.domain.clock import from_wire, to_wire
@@ -19,10 +18,10 @@ from openbrowse.errors import BrowserNotFound
 from openbrowse.store.schema import browsers as table
 
 if TYPE_CHECKING:
-    from openbrowse.store.db import Database
+    from openbrowse.store.db import Database, Tx
 
 _COLUMNS = [f.name for f in fields(BrowserRecord)]
-EndHook = Callable[[AsyncConnection, BrowserRecord], Awaitable[None]]
+EndHook = Callable[["Tx", BrowserRecord], Awaitable[None]]
 """``hook(conn, ended)``: runs inside the transaction that records a browser's end (the webhook outbox)."""
 EndWatcher = Callable[[BrowserRecord], None]
 _TIME_COLUMNS = {"started_at", "timeout_at", "finished_at", "queued_at", "queue_expires_at"}
@@ -91,7 +90,7 @@ class BrowserRepo:
         """Call ``watcher(ended)`` after a browser's end committed (the metrics)."""
         self._end_watchers.append(watcher)
 
-    async def _ended_in(self, conn: AsyncConnection, browser_ids: list[str]) -> list[BrowserRecord]:
+    async def _ended_in(self, conn: Tx, browser_ids: list[str]) -> list[BrowserRecord]:
         ended: list[BrowserRecord] = []
         for browser_id in browser_ids:
             row = (await conn.execute(sa.select(table).where(table.c.id == browser_id))).mappings().first()

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 import asyncpg
 import sqlalchemy as sa
 from sqlalchemy import event, exc as sa_exc, text
-from sqlalchemy.engine import RowMapping
+from sqlalchemy.engine import CursorResult, RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 from sqlalchemy.sql.base import Executable
 
@@ -112,6 +112,19 @@ def _sqlite_reader(path: Path) -> AsyncEngine:
         cursor.close()
 
     return engine
+
+
+class Tx:
+    """A write transaction's connection. Each statement runs to its end even if the caller is cancelled meanwhile
+    (the cancellation is re-raised after it, and the transaction rolls back): SQLAlchemy would otherwise invalidate
+    a connection cancelled mid-statement, and an invalidated SQLite connection keeps its write lock."""
+
+    def __init__(self, conn: AsyncConnection, kind: StoreKind) -> None:
+        self._conn = conn
+        self.kind = kind
+
+    async def execute(self, statement: Statement, params: Params = None) -> CursorResult[Any]:
+        return await _to_completion(self._conn.execute(_statement(statement), params))
 
 
 class Database:
@@ -222,7 +235,7 @@ class Database:
             await raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[AsyncConnection]:
+    async def transaction(self) -> AsyncIterator[Tx]:
         """A write transaction. Commits on success, rolls back on any exception (cancellation included).
 
         Its start runs inside the guarded region, and start, COMMIT and ROLLBACK each run to their end even when
@@ -234,7 +247,7 @@ class Database:
             conn = await _opened(self._retrying(self._begin))
             try:
                 try:
-                    yield conn
+                    yield Tx(conn, self.kind)
                     await _to_completion(conn.commit())
                 except BaseException:
                     await _to_completion(conn.rollback())
@@ -255,7 +268,7 @@ class Database:
             raise
         return conn
 
-    async def serialise(self, conn: AsyncConnection, key: int) -> None:
+    async def serialise(self, conn: Tx, key: int) -> None:
         """Inside a transaction: wait until no other transaction, in any process, holds ``key``. SQLite's write
         transactions are serialised already."""
         if self.kind == "postgresql":

@@ -20,11 +20,9 @@ from openbrowse.domain.webhooks import browser_ended_event, canonical_json, sess
 from openbrowse.store.schema import webhook_outbox as table
 
 if TYPE_CHECKING:
-    from sqlalchemy.ext.asyncio import AsyncConnection
-
     from openbrowse.domain.browsers import BrowserRecord
     from openbrowse.domain.sessions import SessionRecord
-    from openbrowse.store.db import Database
+    from openbrowse.store.db import Database, Tx
 
 PENDING = "pending"
 DELIVERED = "delivered"
@@ -68,17 +66,17 @@ class WebhookOutbox:
         return list(dict.fromkeys(url for url in (self._default_url, own_url) if url))
 
     # -- in-transaction hooks ------------------------------------------------------------------------------------
-    async def session_changed(self, conn: AsyncConnection, before: SessionRecord, after: SessionRecord) -> None:
+    async def session_changed(self, conn: Tx, before: SessionRecord, after: SessionRecord) -> None:
         targets = self._targets(after.webhook_url)
         if targets:
             await self._add(conn, session_events(before, after, self._clock()), targets)
 
-    async def browser_ended(self, conn: AsyncConnection, record: BrowserRecord) -> None:
+    async def browser_ended(self, conn: Tx, record: BrowserRecord) -> None:
         targets = self._targets(None)
         if targets:
             await self._add(conn, [browser_ended_event(record, self._clock())], targets)
 
-    async def _add(self, conn: AsyncConnection, events: Sequence[dict[str, Any]], targets: list[str]) -> None:
+    async def _add(self, conn: Tx, events: Sequence[dict[str, Any]], targets: list[str]) -> None:
         now = self._epoch()
         rows = [
             {

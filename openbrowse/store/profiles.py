@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import RowMapping
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from openbrowse.domain.clock import from_wire, to_wire
 from openbrowse.domain.ids import ProfileId
@@ -23,7 +22,7 @@ from openbrowse.errors import ProfileNotFound
 from openbrowse.store.schema import profiles as table
 
 if TYPE_CHECKING:
-    from openbrowse.store.db import Database
+    from openbrowse.store.db import Database, Tx
 
 _COLUMNS = ("id", "name", "user_id", "last_used_at", "created_at", "updated_at", "cookie_domains")
 _RECORD_COLUMNS = [table.c[name] for name in _COLUMNS]
@@ -82,7 +81,7 @@ def _changes(changes: dict[str, Any]) -> dict[str, Any]:
 class LockedProfile:
     """A profile's row held for the rest of a transaction: its record, its jar, and a way to write both."""
 
-    def __init__(self, conn: AsyncConnection, record: ProfileRecord, jar: Any) -> None:
+    def __init__(self, conn: Tx, record: ProfileRecord, jar: Any) -> None:
         self._conn = conn
         self.record = record
         self.jar = jar

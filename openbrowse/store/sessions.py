@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import sqlalchemy as sa
 from pydantic import TypeAdapter
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from openbrowse.domain.clock import Clock, from_wire, to_wire, utc_now
 from openbrowse.domain.ids import SessionId
@@ -22,7 +21,7 @@ from openbrowse.store.read_cache import ReadCache
 from openbrowse.store.schema import sessions as table
 
 if TYPE_CHECKING:
-    from openbrowse.store.db import Database
+    from openbrowse.store.db import Database, Tx
 
 _JSON_COLUMNS = {"output", "output_schema", "sensitive_data", "pause"}
 _BOOL_COLUMNS = {"keep_alive", "browser_live", "enable_recording"}
@@ -39,7 +38,7 @@ VIEW_CACHE_SIZE = 256
 """Rows kept for :meth:`SessionRepo.view` (the sessions being polled; a few KiB each)."""
 
 
-ChangeHook = Callable[[AsyncConnection, SessionRecord, SessionRecord], Awaitable[None]]
+ChangeHook = Callable[["Tx", SessionRecord, SessionRecord], Awaitable[None]]
 """``hook(conn, before, after)``: runs inside the transaction of an update (writes that must commit with it)."""
 ChangeWatcher = Callable[[SessionRecord, SessionRecord], None]
 """``watcher(before, after)``: called after an update committed."""
@@ -93,7 +92,7 @@ def _from_row(row: Mapping[Any, Any]) -> SessionRecord:
     return _RECORD.validate_python(values)
 
 
-async def _read_in(conn: AsyncConnection, session_id: str) -> SessionRecord | None:
+async def _read_in(conn: Tx, session_id: str) -> SessionRecord | None:
     row = (await conn.execute(sa.select(table).where(table.c.id == session_id))).mappings().first()
     return _from_row(row) if row is not None else None
 
@@ -150,10 +149,10 @@ class SessionRepo:
         return record
 
     async def get(self, session_id: str) -> SessionRecord:
-        record = await self.find(session_id)
-        if record is None:
+        row = await self._db.fetch_one(sa.select(table).where(table.c.id == session_id))
+        if row is None:
             raise SessionNotFound()
-        return record
+        return _from_row(row)
 
     async def find(self, session_id: str) -> SessionRecord | None:
         row = await self._db.fetch_one(sa.select(table).where(table.c.id == session_id))

@@ -7,12 +7,11 @@ import json
 from collections.abc import AsyncIterator
 
 import pytest
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from openbrowse.domain.clock import utc_now
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.sessions import SessionRecord, SessionStatus
-from openbrowse.store.db import Database
+from openbrowse.store.db import Database, Tx
 from openbrowse.store.outbox import WebhookOutbox
 from openbrowse.store.sessions import SessionRepo
 from openbrowse.store.target import StoreTarget
@@ -77,7 +76,7 @@ async def test_change_and_row_commit_together(db: Database) -> None:
     sessions, outbox = SessionRepo(db), WebhookOutbox(db, HOOK)
     sessions.on_change(outbox.session_changed)
 
-    async def broken(conn: AsyncConnection, before: SessionRecord, after: SessionRecord) -> None:
+    async def broken(conn: Tx, before: SessionRecord, after: SessionRecord) -> None:
         raise RuntimeError("disk full")
 
     await insert(sessions)

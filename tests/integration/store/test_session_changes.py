@@ -7,13 +7,12 @@ from collections.abc import AsyncIterator
 
 import pytest
 from sqlalchemy import event
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from openbrowse.domain.clock import utc_now
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.sessions import SessionRecord, SessionStatus
 from openbrowse.errors import SessionNotFound
-from openbrowse.store.db import Database
+from openbrowse.store.db import Database, Tx
 from openbrowse.store.sessions import SessionRepo
 from openbrowse.store.target import StoreTarget
 
@@ -70,7 +69,7 @@ async def test_the_row_is_read_before_only_for_a_concerned_observer(db: Database
     hooked: list[tuple[SessionStatus, SessionStatus]] = []
     watched: list[int] = []
 
-    async def hook(conn: AsyncConnection, before: SessionRecord, after: SessionRecord) -> None:
+    async def hook(conn: Tx, before: SessionRecord, after: SessionRecord) -> None:
         hooked.append((before.status, after.status))
 
     sessions.on_change(hook, fields={"status"})
