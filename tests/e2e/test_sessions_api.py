@@ -33,8 +33,9 @@ MESSAGE_FIELDS = {"id", "sessionId", "role", "type", "summary", "data", "screens
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with running_server(tmp_path_factory.mktemp("api-home"), {"CLOUD_MAX_COST_FACTOR": "0.5"}) as process:
+def server(tmp_path_factory: pytest.TempPathFactory, store_env: dict[str, str]) -> Iterator[ServerProcess]:
+    env = {"CLOUD_MAX_COST_FACTOR": "0.5", **store_env}  # on SQLite and on PostgreSQL
+    with running_server(tmp_path_factory.mktemp("api-home"), env) as process:
         yield process
 
 
