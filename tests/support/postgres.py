@@ -46,6 +46,7 @@ class ThrowawayPostgres:
         self._root = Path(tempfile.mkdtemp(prefix="openbrowse-pg-"))
         self._data = self._root / "data"
         self.port = 0
+        self._options = ""
         self._as_user: int | None = None
         self._group: int | None = None
         if os.geteuid() == 0:
@@ -79,6 +80,7 @@ class ThrowawayPostgres:
                 f"-p {self.port} -k {self._root} -c listen_addresses=127.0.0.1 -c fsync=off "
                 "-c full_page_writes=off -c synchronous_commit=off -c max_connections=200"
             )
+            self._options = options
             try:
                 self._run(
                     str(self._bin / "pg_ctl"), "start", "-D", str(self._data), "-w", "-t", "60",
@@ -97,6 +99,17 @@ class ThrowawayPostgres:
         name = f"t_{uuid.uuid4().hex[:16]}"
         self._run(str(self._bin / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", SUPERUSER, name)
         return self.url(name)
+
+    def pause(self) -> None:
+        """Stop the server, keeping its data and port (the database going away under a running client)."""
+        self._run(str(self._bin / "pg_ctl"), "stop", "-D", str(self._data), "-m", "fast", "-w")
+
+    def resume(self) -> None:
+        """Start it again on the same port."""
+        self._run(
+            str(self._bin / "pg_ctl"), "start", "-D", str(self._data), "-w", "-t", "60",
+            "-l", str(self._root / "server.log"), "-o", self._options,
+        )  # fmt: skip
 
     def stop(self) -> None:
         with contextlib.suppress(RuntimeError):
