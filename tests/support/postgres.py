@@ -43,7 +43,8 @@ def _free_port() -> int:
 class ThrowawayPostgres:
     def __init__(self, bin_dir: Path) -> None:
         self._bin = bin_dir
-        self._root = Path(tempfile.mkdtemp(prefix="openbrowse-pg-"))
+        # as root, in /tmp itself: nobody must reach it, whatever TMPDIR says (and the socket path stays short)
+        self._root = Path(tempfile.mkdtemp(prefix="openbrowse-pg-", dir="/tmp" if os.geteuid() == 0 else None))
         self._data = self._root / "data"
         self.port = 0
         self._options = ""
