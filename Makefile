@@ -6,7 +6,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-APT_PACKAGES := chromium xvfb x11vnc websockify novnc fonts-dejavu-core fonts-liberation bubblewrap socat iproute2 ffmpeg fontconfig
+# postgresql: the tests start a throwaway server of their own (tests/support/postgres.py); the product needs none.
+APT_PACKAGES := chromium xvfb x11vnc websockify novnc fonts-dejavu-core fonts-liberation bubblewrap socat iproute2 ffmpeg fontconfig postgresql
 PYTEST_ARGS ?=
 # Test files run in parallel workers (most of a test is spent waiting on browsers and servers, not on a core).
 TEST_WORKERS ?= 2

@@ -43,6 +43,7 @@ BENCHMARKS = {
     "recording": "Recordings: the recorder's CPU, and a session's wall time with and without recording",
     "mcp_shared": "MCP browser tools: an added owner context in the shared browser against a raw browser on its slot",
     "store_rows": "Session rows: the pydantic mapping against the hand mapping of dda951a",
+    "store_backends": "PostgreSQL against SQLite: GET session p99 (20 clients), the 4-step task, server RSS",
 }
 TITLES: dict[str, str] = {}
 PLACEHOLDERS: dict[str, str] = {}

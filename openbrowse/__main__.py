@@ -13,7 +13,7 @@ import click
 
 from openbrowse import __version__
 from openbrowse.cli import browser, browsers, run, sessions
-from openbrowse.errors import ConfigError
+from openbrowse.errors import ConfigError, StoreUnavailable
 
 logger = logging.getLogger("openbrowse")
 
@@ -39,7 +39,7 @@ def _serve(host: str | None, port: int | None) -> int:
 
     try:
         serve(settings)
-    except ConfigError as exc:
+    except (ConfigError, StoreUnavailable) as exc:
         logger.error("%s", exc.message)
         return 2
     return 0
@@ -65,6 +65,37 @@ def cli(ctx: click.Context, host: str | None, port: int | None) -> None:
 def serve(host: str | None, port: int | None) -> None:
     """Start the API server (the default command)."""
     click.get_current_context().exit(_serve(host, port))
+
+
+@cli.group()
+def db() -> None:
+    """The store: copy it from one backend to another."""
+
+
+@db.command("copy")
+@click.option(
+    "--from", "source", required=True, help="the store to read, e.g. sqlite:////srv/openbrowse/data/browser_use.db"
+)
+@click.option("--to", "target", required=True, help="an empty store to fill, e.g. postgresql://user:pass@host/db")
+def db_copy(source: str, target: str) -> None:
+    """Copy sessions, feeds, raw browsers, profiles (with their jars) and the webhook outbox into an empty store.
+    Stop the server that uses the source first."""
+    click.get_current_context().exit(_copy(source, target))
+
+
+def _copy(source: str, target: str) -> int:
+    import asyncio
+
+    from openbrowse.store.copy import copy_store
+    from openbrowse.store.target import StoreTarget
+
+    try:
+        copied = asyncio.run(copy_store(StoreTarget.parse(source), StoreTarget.parse(target)))
+    except (ConfigError, StoreUnavailable) as exc:
+        sys.stderr.write(f"openbrowse: {exc.message}\n")
+        return 2
+    click.echo(", ".join(f"{count} {name}" for name, count in copied.items()) + " copied.")
+    return 0
 
 
 cli.add_command(run)

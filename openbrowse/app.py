@@ -32,7 +32,7 @@ from openbrowse.file_modes import log_loose_files
 from openbrowse.llm.catalog import EFFORTS, MODELS, resolve_model
 from openbrowse.loop_lag import LoopLagMonitor
 from openbrowse.network.policy import NetworkRules
-from openbrowse.profiles.service import ProfileService, prepare_directory
+from openbrowse.profiles.service import ProfileService
 from openbrowse.sessions.activity import ActivityBoard
 from openbrowse.sessions.admission import QueueAdmission
 from openbrowse.sessions.browsers import BrowserService
@@ -57,6 +57,7 @@ from openbrowse.store.feed import FeedRepo
 from openbrowse.store.outbox import SESSION_EVENT_FIELDS, WebhookOutbox
 from openbrowse.store.profiles import ProfileRepo
 from openbrowse.store.sessions import SessionRepo
+from openbrowse.store.target import store_target
 
 LOOPBACK_TIMEOUT = 15.0  # noVNC assets and Chromium's /json/version, all on 127.0.0.1
 
@@ -94,7 +95,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         async with AsyncExitStack() as stack:
             app.state.loop_lag = await stack.enter_async_context(LoopLagMonitor())
             app.state.sandbox_problem = await asyncio.to_thread(report_sandbox, settings)
-            db = await stack.enter_async_context(Database(settings.db_path))
+            db = await stack.enter_async_context(
+                Database(store_target(settings), pool_size=settings.DATABASE_POOL_SIZE)
+            )
+            app.state.database_kind, app.state.database_ping = db.kind, db.ping  # /health (spec §26.1)
             app.state.file_warnings = await asyncio.to_thread(log_loose_files, settings)  # spec §25.4
             app.state.file_warnings += report_disk_cap(app.state.sandbox_problem)
             session_repo = SessionRepo(db)
@@ -125,8 +129,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             # Only now does the pool's run lock say the data dir is ours: a second instance never empties it.
             stack.push_async_callback(asyncio.to_thread, empty_temp_dir, settings.data_dir)
             await asyncio.to_thread(empty_temp_dir, settings.data_dir)
-            await asyncio.to_thread(prepare_directory, settings.profiles_dir)
-            profile_service = app.state.profiles = ProfileService(ProfileRepo(db), settings.profiles_dir)
+            profile_service = app.state.profiles = ProfileService(ProfileRepo(db))
+            if await asyncio.to_thread(settings.profiles_dir.is_dir):  # jar files of an install from before
+                await profile_service.adopt_files(settings.profiles_dir)
             engines = await stack.enter_async_context(
                 EngineLoader(settings, session_repo, feed_repo, activity, profiles=profile_service)
             )
@@ -151,7 +156,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 profile_service,
                 pool,
                 live_url=lambda browser_id: live_url_for(settings, view_tokens, browser_id),
-                files_dir=settings.data_dir / "browsers",
+                files_dir=settings.browsers_dir,
                 admission=admission,
                 takeovers=takeovers,
                 takeover_url=lambda browser_id, token: takeover_url_for(settings, view_tokens, browser_id, token),

@@ -96,6 +96,14 @@ class Settings(BaseSettings):
 
     OPENBROWSE_HOME: Path = Field(default_factory=default_home)
     OPENBROWSE_DATA_DIR: Path | None = None
+    OPENBROWSE_FILES_DIR: Path | None = None
+    """Where sessions' and raw browsers' files live (recordings, downloads, uploads). Default: the data directory;
+    for several nodes it may be a shared mount (spec §26.1)."""
+    DATABASE_URL: str | None = None
+    """``postgresql://user:password@host:port/db`` puts everything durable in PostgreSQL 13+; unset, SQLite at
+    ``data/browser_use.db`` (spec §26.1)."""
+    DATABASE_POOL_SIZE: int = Field(default=10, ge=1, le=200)
+    """PostgreSQL connections one server process holds at most (SQLite: one writer and one reader, always)."""
 
     HOST: str = "127.0.0.1"
     PORT: int = Field(default=8420, ge=0, le=65535)
@@ -327,8 +335,17 @@ class Settings(BaseSettings):
         return self.data_dir / "profiles"
 
     @property
+    def files_dir(self) -> Path:
+        return (self.OPENBROWSE_FILES_DIR or self.data_dir).expanduser()
+
+    @property
     def sessions_dir(self) -> Path:
-        return self.data_dir / "sessions"
+        return self.files_dir / "sessions"
+
+    @property
+    def browsers_dir(self) -> Path:
+        """Raw browsers' file areas."""
+        return self.files_dir / "browsers"
 
     @property
     def run_dir(self) -> Path:

@@ -50,6 +50,7 @@ __all__ = [
     "ResourceLimitExceeded",
     "SessionNotFound",
     "SessionPaused",
+    "StoreUnavailable",
 ]
 
 
@@ -183,6 +184,12 @@ class BrowserUnavailable(OpenBrowseError):
     """No usable Chromium binary was found, or the browser could not be launched."""
 
     code = "browser_unavailable"
+
+
+class StoreUnavailable(OpenBrowseError):
+    """The database cannot be reached (at start-up, or mid-run after the retries gave up): HTTP 503."""
+
+    code = "store_unavailable"
 
 
 class OverLimit(OpenBrowseError):

@@ -15,6 +15,8 @@ from openbrowse.api.routes.live import VNC_MAX_MESSAGE
 from openbrowse.app import create_app
 from openbrowse.config import Settings, is_loopback
 from openbrowse.sessions.maintenance import Maintenance
+from openbrowse.store.db import Database
+from openbrowse.store.target import store_target
 
 logger = logging.getLogger("openbrowse")
 
@@ -53,6 +55,12 @@ class DrainingServer(uvicorn.Server):
             super().handle_exit(signal.SIGTERM, None)  # uvicorn's own shutdown from here, exit status included
 
 
+async def probe_store(settings: Settings) -> None:
+    """Open the database once (and migrate it) before serving; StoreUnavailable or ConfigError if it cannot be."""
+    async with Database(store_target(settings), pool_size=1) as db:
+        logger.info("Store: %s", db.target.describe())
+
+
 def serve(settings: Settings) -> None:
     if not settings.auth_enabled:
         if settings.ALLOW_INSECURE_NO_AUTH:
@@ -73,6 +81,7 @@ def serve(settings: Settings) -> None:
             "DASHBOARD_PASSWORD is not set: the dashboard's login form and HTTP Basic are off "
             "(its pages take the API key header only)."
         )
+    asyncio.run(probe_store(settings))  # a database that is down: one sentence and exit 2, not a traceback
     app = create_app(settings)
     config = uvicorn.Config(
         app,

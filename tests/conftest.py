@@ -12,6 +12,8 @@ from browser_use_sdk.v3 import AsyncBrowserUse
 
 from openbrowse.bootstrap import prepare_process_environment
 from openbrowse.slots.sandbox import sandbox_problem
+from openbrowse.store.target import StoreTarget
+from tests.support.postgres import MISSING as POSTGRES_MISSING, ThrowawayPostgres, server_bin_dir
 from tests.support.sandbox_gate import CI_SANDBOX_MISSING
 from tests.support.server import ServerProcess
 
@@ -103,3 +105,26 @@ async def sdk() -> AsyncIterator[Callable[[ServerProcess], AsyncBrowserUse]]:
     yield connect
     for client in clients:
         await client.close()
+
+
+@pytest.fixture(scope="session")
+def throwaway_postgres() -> Iterator[ThrowawayPostgres]:
+    """One PostgreSQL per test session (per xdist worker), started on first use, removed at the end."""
+    bin_dir = server_bin_dir()
+    if bin_dir is None:
+        pytest.fail(POSTGRES_MISSING)
+    server = ThrowawayPostgres(bin_dir)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> StoreTarget:
+    """A fresh, empty store on each backend: a SQLite file, or a new database in the throwaway PostgreSQL."""
+    if request.param == "sqlite":
+        return StoreTarget.sqlite(tmp_path / "store.db")
+    server: ThrowawayPostgres = request.getfixturevalue("throwaway_postgres")
+    return StoreTarget.parse(server.new_database())

@@ -20,6 +20,7 @@ from openbrowse.errors import (
     OpenBrowseError,
     OverLimit,
     ProcessError,
+    StoreUnavailable,
 )
 
 logger = logging.getLogger(__name__)
@@ -31,6 +32,7 @@ ERROR_STATUS: dict[type[OpenBrowseError], int] = {
     OverLimit: 429,
     BrowserUnavailable: 503,
     ProcessError: 503,
+    StoreUnavailable: 503,
 }
 
 

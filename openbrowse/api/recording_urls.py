@@ -25,6 +25,6 @@ def recording_urls(request: HTTPConnection, kind: OwnerKind, owner_id: str) -> l
     signer: FileUrlSigner | None = getattr(request.app.state, "file_urls", None)
     if signer is None:
         return []
-    root = settings.sessions_dir if kind == "sessions" else settings.data_dir / "browsers"
+    root = settings.sessions_dir if kind == "sessions" else settings.browsers_dir
     base = str(request.base_url)
     return [signer.url(base, kind, owner_id, "recordings", item.name) for item in finished_recordings(root / owner_id)]

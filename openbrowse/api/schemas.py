@@ -238,6 +238,16 @@ class MessageListView(WireModel):
 
 class HealthView(WireModel):
     status: str = "ok"
+    database: str = "ok"
+    """``ok`` or ``unreachable`` (then the answer is a 503, so a load balancer takes the node out)."""
+
+
+class DatabaseView(WireModel):
+    """The store behind the node (spec §26.1): its kind and whether it answered just now."""
+
+    kind: str
+    """``sqlite`` or ``postgresql``."""
+    reachable: bool
 
 
 class LoopLagView(WireModel):
@@ -313,3 +323,4 @@ class HealthDetailsView(WireModel):
     """Whether slots run in their sandbox (spec §24.2), and why not when they cannot."""
     file_warnings: list[str] = Field(default_factory=list)
     """``.env`` and data files other users can read, as found at startup (spec §25.4)."""
+    database: DatabaseView | None = None

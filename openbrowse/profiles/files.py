@@ -1,4 +1,6 @@
-"""Jar files under ``data/profiles/``: written atomically (temp file, fsync, rename), private to the service user.
+"""Private JSON files written atomically (temp file, fsync, rename): a run's base copy of its profile's jar, and
+the jar files under ``data/profiles/`` of installs from before jars moved into the database (read once, adopted,
+removed: ``ProfileService.adopt_files``).
 
 Files are 0600 in a 0700 directory: a jar is a live credential. A reader sees the old file or the new one,
 never half of either, even if the process is killed mid-write. Blocking; callers use ``asyncio.to_thread``.
@@ -79,15 +81,6 @@ class JarFiles:
 
     def write(self, profile_id: str, jar: Jar) -> None:
         write_private_json(self.path(profile_id), jar)
-
-    def back_up(self, profile_id: str) -> bool:
-        """Copy the current jar to its ``.import-bak`` (atomically); False when there is none."""
-        try:
-            raw = read_json_file(self.path(profile_id))
-        except (OSError, ValueError):
-            return False
-        write_private_json(self.backup_path(profile_id), raw)
-        return True
 
     def delete(self, profile_id: str) -> None:
         for path in (self.path(profile_id), self.backup_path(profile_id)):

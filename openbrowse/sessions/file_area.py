@@ -160,7 +160,7 @@ class FileAreas:
     async def sweep_expired(self) -> int:
         """Remove the file areas of raw browsers that ended more than ``ARTIFACT_RETENTION_HOURS`` ago; how many."""
         keep = timedelta(hours=self._settings.ARTIFACT_RETENTION_HOURS)
-        root = self._settings.data_dir / "browsers"  # as the app gives BrowserService
+        root = self._settings.browsers_dir  # as the app gives BrowserService
         names = await asyncio.to_thread(_folder_names, root)
         removed = 0
         for name in names:

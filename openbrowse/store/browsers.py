@@ -8,18 +8,20 @@ from dataclasses import fields
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import sqlalchemy as sa
+from sqlalchemy.engine import RowMapping
+
 from openbrowse.domain.browsers import BrowserRecord, BrowserStatus, BrowserStopReason
 from openbrowse.domain.clock import from_wire, to_wire
 from openbrowse.domain.ids import BrowserId
 from openbrowse.errors import BrowserNotFound
+from openbrowse.store.schema import browsers as table
 
 if TYPE_CHECKING:
-    import aiosqlite
-
-    from openbrowse.store.db import Database
+    from openbrowse.store.db import Database, Tx
 
 _COLUMNS = [f.name for f in fields(BrowserRecord)]
-EndHook = Callable[["aiosqlite.Connection", BrowserRecord], Awaitable[None]]
+EndHook = Callable[["Tx", BrowserRecord], Awaitable[None]]
 """``hook(conn, ended)``: runs inside the transaction that records a browser's end (the webhook outbox)."""
 EndWatcher = Callable[[BrowserRecord], None]
 _TIME_COLUMNS = {"started_at", "timeout_at", "finished_at", "queued_at", "queue_expires_at"}
@@ -43,7 +45,7 @@ def _time_or_none(value: str | None) -> datetime | None:
     return from_wire(value) if value else None
 
 
-def _from_row(row: aiosqlite.Row) -> BrowserRecord:
+def _from_row(row: RowMapping) -> BrowserRecord:
     reason = row["stop_reason"]
     metadata = json.loads(row["metadata"] or "{}")
     return BrowserRecord(
@@ -65,6 +67,15 @@ def _from_row(row: aiosqlite.Row) -> BrowserRecord:
     )
 
 
+def _stopped(reason: BrowserStopReason, finished_at: datetime) -> dict[str, Any]:
+    return {
+        "status": str(BrowserStatus.STOPPED),
+        "stop_reason": str(reason),
+        "finished_at": to_wire(finished_at),
+        "queue_expires_at": None,
+    }
+
+
 class BrowserRepo:
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -79,12 +90,12 @@ class BrowserRepo:
         """Call ``watcher(ended)`` after a browser's end committed (the metrics)."""
         self._end_watchers.append(watcher)
 
-    async def _ended_in(self, conn: aiosqlite.Connection, browser_ids: list[str]) -> list[BrowserRecord]:
+    async def _ended_in(self, conn: Tx, browser_ids: list[str]) -> list[BrowserRecord]:
         ended: list[BrowserRecord] = []
         for browser_id in browser_ids:
-            rows = list(await conn.execute_fetchall("SELECT * FROM browsers WHERE id = ?", (browser_id,)))
-            if rows:
-                record = _from_row(rows[0])
+            row = (await conn.execute(sa.select(table).where(table.c.id == browser_id))).mappings().first()
+            if row is not None:
+                record = _from_row(row)
                 ended.append(record)
                 for hook in self._end_hooks:
                     await hook(conn, record)
@@ -96,15 +107,13 @@ class BrowserRepo:
                 watcher(record)
 
     async def insert(self, record: BrowserRecord) -> BrowserRecord:
-        columns = ", ".join(_COLUMNS)
-        marks = ", ".join("?" for _ in _COLUMNS)
-        values = tuple(_to_column(name, getattr(record, name)) for name in _COLUMNS)
+        values = {name: _to_column(name, getattr(record, name)) for name in _COLUMNS}
         async with self._db.transaction() as conn:
-            await conn.execute(f"INSERT INTO browsers ({columns}) VALUES ({marks})", values)
+            await conn.execute(table.insert().values(values))
         return record
 
     async def find(self, browser_id: str) -> BrowserRecord | None:
-        row = await self._db.fetch_one("SELECT * FROM browsers WHERE id = ?", (browser_id,))
+        row = await self._db.fetch_one(sa.select(table).where(table.c.id == browser_id))
         return _from_row(row) if row is not None else None
 
     async def get(self, browser_id: str) -> BrowserRecord:
@@ -117,8 +126,9 @@ class BrowserRepo:
         """A queued browser got its slot: it leaves the queue and its maximum age counts from now."""
         async with self._db.transaction() as conn:
             await conn.execute(
-                "UPDATE browsers SET started_at = ?, timeout_at = ?, queue_expires_at = NULL WHERE id = ?",
-                (to_wire(started_at), to_wire(timeout_at), browser_id),
+                table.update()
+                .where(table.c.id == browser_id)
+                .values(started_at=to_wire(started_at), timeout_at=to_wire(timeout_at), queue_expires_at=None)
             )
         return await self.get(browser_id)
 
@@ -127,48 +137,36 @@ class BrowserRepo:
     ) -> BrowserRecord:
         """Record the end of an active browser; a browser already stopped keeps its first end."""
         async with self._db.transaction() as conn:
-            cursor = await conn.execute(
-                "UPDATE browsers SET status = ?, stop_reason = ?, finished_at = ?, queue_expires_at = NULL"
-                " WHERE id = ? AND status = ?",
-                (
-                    str(BrowserStatus.STOPPED),
-                    str(reason),
-                    to_wire(finished_at),
-                    browser_id,
-                    str(BrowserStatus.ACTIVE),
-                ),
+            result = await conn.execute(
+                table.update()
+                .where(table.c.id == browser_id, table.c.status == str(BrowserStatus.ACTIVE))
+                .values(_stopped(reason, finished_at))
             )
-            ended = await self._ended_in(conn, [browser_id]) if cursor.rowcount else []
+            ended = await self._ended_in(conn, [browser_id]) if result.rowcount else []
         self._announce(ended)
         return await self.get(browser_id)
 
     async def stop_all_active(self, *, reason: BrowserStopReason, finished_at: datetime) -> int:
         """Mark every ``active`` row stopped (start-up reconciliation); return how many there were."""
         async with self._db.transaction() as conn:
-            active = [
-                str(row[0])
-                for row in await conn.execute_fetchall(
-                    "SELECT id FROM browsers WHERE status = ?", (str(BrowserStatus.ACTIVE),)
-                )
-            ]
-            cursor = await conn.execute(
-                "UPDATE browsers SET status = ?, stop_reason = ?, finished_at = ?, queue_expires_at = NULL"
-                " WHERE status = ?",
-                (str(BrowserStatus.STOPPED), str(reason), to_wire(finished_at), str(BrowserStatus.ACTIVE)),
-            )
+            is_active = table.c.status == str(BrowserStatus.ACTIVE)
+            active = [str(found) for found in (await conn.execute(sa.select(table.c.id).where(is_active))).scalars()]
+            result = await conn.execute(table.update().where(is_active).values(_stopped(reason, finished_at)))
             ended = await self._ended_in(conn, active)
         self._announce(ended)
-        return int(cursor.rowcount or 0)
+        return int(result.rowcount or 0)
 
     async def page(
         self, page: int, page_size: int, status: BrowserStatus | None = None
     ) -> tuple[list[BrowserRecord], int]:
         """Newest first; optionally only one status."""
-        where, params = ("WHERE status = ?", (str(status),)) if status is not None else ("", ())
-        total_row = await self._db.fetch_one(f"SELECT COUNT(*) FROM browsers {where}", params)
-        total = int(total_row[0]) if total_row else 0
+        where = [table.c.status == str(status)] if status is not None else []
+        total = int(await self._db.scalar(sa.select(sa.func.count()).select_from(table).where(*where)) or 0)
         rows = await self._db.fetch_all(
-            f"SELECT * FROM browsers {where} ORDER BY started_at DESC, rowid DESC LIMIT ? OFFSET ?",
-            (*params, page_size, (page - 1) * page_size),
+            sa.select(table)
+            .where(*where)
+            .order_by(table.c.started_at.desc(), self._db.insertion_order(table).desc())
+            .limit(page_size)
+            .offset((page - 1) * page_size)
         )
         return [_from_row(row) for row in rows], total

@@ -1,9 +1,15 @@
-"""The SQLite database: a writer and a read-only connection, WAL, foreign keys, ordered additive migrations.
+"""The database behind every repo: SQLite (the default) or PostgreSQL, through SQLAlchemy Core's asyncio layer.
 
-Writes are serialised on the writer under one lock. Reads go to a second, read-only connection: under WAL it sees
-only committed data, so no coroutine reads another one's half-done transaction, and reads never queue behind a
-write (serialising reads on the writer's lock would also do, but would deadlock a read made inside a transaction
-and make every poll wait for the slowest write).
+SQLite: one writer connection, writes serialised under one lock and ``BEGIN IMMEDIATE`` (which also serialises
+writers in other processes), and a second, read-only connection: under WAL it sees only committed data, so no
+coroutine reads another one's half-done transaction, and reads never queue behind a write.
+
+PostgreSQL: one bounded pool (``DATABASE_POOL_SIZE`` connections, no overflow). Reads run in autocommit (one round
+trip each); writes are ordinary transactions, and what must be serialised across processes takes a row lock
+(``SELECT … FOR UPDATE``) or a transaction-scoped advisory lock (:meth:`Database.serialise`).
+
+A connection lost mid-run is retried with backoff (reads, and the start of a write); when the database stays away,
+the caller gets :class:`~openbrowse.errors.StoreUnavailable`, one sentence, HTTP 503.
 """
 
 from __future__ import annotations
@@ -11,23 +17,43 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import sqlite3
-from collections.abc import AsyncIterator, Awaitable
-from contextlib import asynccontextmanager
-from importlib import resources
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager, nullcontext
 from pathlib import Path
 from types import TracebackType
-from typing import TypeVar
+from typing import Any, TypeVar
 
-import aiosqlite
+import asyncpg
+import sqlalchemy as sa
+from sqlalchemy import event, exc as sa_exc, text
+from sqlalchemy.engine import CursorResult, RowMapping
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+from sqlalchemy.sql.base import Executable
 
-from openbrowse.shielding import run_shielded
+from openbrowse.errors import StoreUnavailable
+from openbrowse.store.migrate import migrate_postgresql, migrate_sqlite
+from openbrowse.store.target import StoreKind, StoreTarget
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
+DEFAULT_POOL_SIZE = 10
+"""PostgreSQL connections one process holds at most (``DATABASE_POOL_SIZE``)."""
+POOL_TIMEOUT_S = 30.0
+CONNECT_TIMEOUT_S = 10.0
+RETRY_DELAYS_S = (0.2, 0.5, 1.0, 2.0, 4.0)
+"""Backoff before each retry of a read, or of a write's start, whose connection was lost (about 8 s in all)."""
+_SQLITE_PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA foreign_keys=ON",
+    "PRAGMA busy_timeout=5000",
+    "PRAGMA synchronous=NORMAL",
+    "PRAGMA secure_delete=ON",  # deleted and overwritten rows (secrets) are zeroed
+)
+Statement = Executable | str
+Params = Mapping[str, Any] | list[dict[str, Any]] | None
 
 
 def create_private(path: Path) -> None:
@@ -44,24 +70,81 @@ def create_private(path: Path) -> None:
     os.close(fd)
 
 
-def _migration_scripts() -> list[tuple[int, str]]:
-    folder = resources.files("openbrowse.store") / "migrations"
-    scripts: list[tuple[int, str]] = []
-    for entry in folder.iterdir():
-        name = entry.name
-        if name.endswith(".sql") and name[:4].isdigit():
-            scripts.append((int(name[:4]), entry.read_text(encoding="utf-8")))
-    return sorted(scripts)
+def _statement(statement: Statement) -> Executable:
+    return text(statement) if isinstance(statement, str) else statement
+
+
+def is_connection_loss(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database went away (worth a retry), not that the statement was wrong."""
+    if isinstance(exc, OSError):
+        return True
+    if isinstance(exc, sa_exc.DBAPIError):
+        return bool(exc.connection_invalidated) or isinstance(exc, sa_exc.InterfaceError)
+    return False
+
+
+def _sqlite_writer(path: Path) -> AsyncEngine:
+    engine = create_async_engine(f"sqlite+aiosqlite:///{path}", pool_size=1, max_overflow=0)
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _configure(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # SQLAlchemy's BEGIN below, never the driver's implicit one
+        cursor = dbapi_connection.cursor()
+        for pragma in _SQLITE_PRAGMAS:
+            cursor.execute(pragma)
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")  # the write lock now, not at the first write (no upgrade deadlock)
+
+    return engine
+
+
+def _sqlite_reader(path: Path) -> AsyncEngine:
+    engine = create_async_engine(f"sqlite+aiosqlite:///file:{path}?mode=ro&uri=true", pool_size=1, max_overflow=0)
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _configure(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # a read never holds a snapshot open after it
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA busy_timeout=5000")
+        cursor.close()
+
+    return engine
+
+
+class Tx:
+    """A write transaction's connection. Each statement runs to its end even if the caller is cancelled meanwhile
+    (the cancellation is re-raised after it, and the transaction rolls back): SQLAlchemy would otherwise invalidate
+    a connection cancelled mid-statement, and an invalidated SQLite connection keeps its write lock."""
+
+    def __init__(self, conn: AsyncConnection, kind: StoreKind) -> None:
+        self._conn = conn
+        self.kind = kind
+
+    async def execute(self, statement: Statement, params: Params = None) -> CursorResult[Any]:
+        return await _to_completion(self._conn.execute(_statement(statement), params))
 
 
 class Database:
-    """Owns both connections. Writes go through :meth:`transaction`, which serialises them under one lock."""
+    """Owns the engines. Writes go through :meth:`transaction`, reads through :meth:`fetch_all` and friends."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._conn: aiosqlite.Connection | None = None
-        self._reader: aiosqlite.Connection | None = None
-        self._write_lock = asyncio.Lock()
+    def __init__(self, target: StoreTarget | Path, *, pool_size: int = DEFAULT_POOL_SIZE) -> None:
+        self.target = target if isinstance(target, StoreTarget) else StoreTarget.sqlite(target)
+        self._pool_size = pool_size
+        self._writer: AsyncEngine | None = None
+        self._reader: AsyncEngine | None = None
+        self._write_lock = asyncio.Lock() if self.kind == "sqlite" else None
+
+    @property
+    def kind(self) -> StoreKind:
+        return self.target.kind
+
+    @property
+    def single_process(self) -> bool:
+        """SQLite: this process is the only writer (the instance lock says so), so it may cache what it wrote."""
+        return self.kind == "sqlite"
 
     async def __aenter__(self) -> Database:
         await self.open()
@@ -73,98 +156,181 @@ class Database:
         await self.aclose()
 
     async def open(self) -> None:
-        await asyncio.to_thread(create_private, self.path)
-        conn = await aiosqlite.connect(self.path, isolation_level=None)
-        conn.row_factory = aiosqlite.Row
-        await conn.execute("PRAGMA journal_mode=WAL")
-        await conn.execute("PRAGMA foreign_keys=ON")
-        await conn.execute("PRAGMA busy_timeout=5000")
-        await conn.execute("PRAGMA synchronous=NORMAL")
-        await conn.execute("PRAGMA secure_delete=ON")  # deleted and overwritten rows (secrets) are zeroed
-        self._conn = conn
-        await self._migrate()
-        reader = await aiosqlite.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True, isolation_level=None)
-        reader.row_factory = aiosqlite.Row
-        await reader.execute("PRAGMA busy_timeout=5000")
-        self._reader = reader
+        """Connect and migrate; StoreUnavailable (one sentence) when the database cannot be reached."""
+        try:
+            if self.target.sqlite_path is not None:
+                await self._open_sqlite(self.target.sqlite_path)
+            else:
+                await self._open_postgresql()
+        except BaseException as exc:
+            await self.aclose()
+            if isinstance(exc, sa_exc.DBAPIError | OSError | asyncpg.PostgresError | asyncpg.InterfaceError):
+                raise StoreUnavailable(
+                    f"The database ({self.target.describe()}) cannot be reached: {_reason(exc)}"
+                ) from None
+            raise
+
+    async def _open_sqlite(self, path: Path) -> None:
+        await asyncio.to_thread(create_private, path)
+        self._writer = _sqlite_writer(path)
+        async with self._writer.connect() as conn:
+            await migrate_sqlite(conn)
+        self._reader = _sqlite_reader(path)
+
+    async def _open_postgresql(self) -> None:
+        self._writer = create_async_engine(
+            self.target.url,
+            pool_size=self._pool_size,
+            max_overflow=0,
+            pool_timeout=POOL_TIMEOUT_S,
+            connect_args={"timeout": CONNECT_TIMEOUT_S},
+        )
+        self._reader = self._writer.execution_options(isolation_level="AUTOCOMMIT")  # same pool
+        async with self._writer.begin() as conn:
+            await migrate_postgresql(conn)
 
     async def aclose(self) -> None:
         reader, self._reader = self._reader, None
-        conn, self._conn = self._conn, None
-        for connection in (reader, conn):  # the writer last: it checkpoints the WAL on close
-            if connection is not None:
-                await run_shielded(connection.close())
+        writer, self._writer = self._writer, None
+        if reader is not None and reader is not writer and self.kind == "sqlite":
+            await _to_completion(reader.dispose())
+        if writer is not None:  # the writer last: SQLite checkpoints the WAL when it closes
+            await _to_completion(writer.dispose())
 
     @property
-    def conn(self) -> aiosqlite.Connection:
-        if self._conn is None:
-            raise RuntimeError("database is not open")
-        return self._conn
+    def engine(self) -> AsyncEngine:
+        """The engine writes go through (for event listeners: tracing, tests)."""
+        return self._engine(reader=False)
 
-    async def _migrate(self) -> None:
-        async with self.conn.execute("PRAGMA user_version") as cursor:
-            row = await cursor.fetchone()
-        current = int(row[0]) if row else 0
-        for version, script in _migration_scripts():
-            if version <= current:
-                continue
-            logger.info("Applying database migration %04d", version)
-            await self.conn.executescript(f"BEGIN;\n{script}\nPRAGMA user_version={version};\nCOMMIT;")
+    def _engine(self, reader: bool) -> AsyncEngine:
+        engine = self._reader if reader else self._writer
+        if engine is None:
+            raise RuntimeError("database is not open")
+        return engine
+
+    async def ping(self) -> bool:
+        """Whether the database answers a trivial query now (``/health``)."""
+        try:
+            await _to_completion(self._read(text("SELECT 1"), None))
+        except Exception:
+            return False
+        return True
 
     async def scrub(self) -> None:
-        """Move every committed page into the file and empty the WAL, so overwritten rows (with
-        ``secure_delete``, zeroed in the file) survive nowhere. Best effort: a busy reader only delays it."""
+        """SQLite: move every committed page into the file and empty the WAL, so overwritten rows (with
+        ``secure_delete``, zeroed in the file) survive nowhere. Best effort: a busy reader only delays it.
+        PostgreSQL keeps dead rows until VACUUM; nothing to do here."""
+        if self._write_lock is None:
+            return
         async with self._write_lock:
             try:
-                await _to_completion(self._execute("PRAGMA wal_checkpoint(TRUNCATE)"))
-            except sqlite3.Error:
+                await _to_completion(self._checkpoint())
+            except sa_exc.DBAPIError:
                 logger.warning("Could not checkpoint the database after wiping secrets", exc_info=True)
 
-    @property
-    def reader(self) -> aiosqlite.Connection:
-        if self._reader is None:
-            raise RuntimeError("database is not open")
-        return self._reader
+    async def _checkpoint(self) -> None:
+        async with self._engine(reader=False).connect() as conn:
+            raw = (await conn.get_raw_connection()).driver_connection
+            assert raw is not None
+            await raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
+    async def transaction(self) -> AsyncIterator[Tx]:
         """A write transaction. Commits on success, rolls back on any exception (cancellation included).
 
-        BEGIN is inside the guarded region, and BEGIN, COMMIT and ROLLBACK each run to their end even when the
-        caller is cancelled meanwhile (the cancellation is re-raised afterwards), so the lock is only released
+        Its start runs inside the guarded region, and start, COMMIT and ROLLBACK each run to their end even when
+        the caller is cancelled meanwhile (the cancellation is re-raised afterwards), so the lock is only released
         once the connection is out of its transaction. Reads inside the block must use the yielded connection
         to see the block's own writes.
         """
-        async with self._write_lock:
+        async with self._write_lock or nullcontext():
+            conn = await _opened(self._retrying(self._begin))
             try:
-                await _to_completion(self._execute("BEGIN IMMEDIATE"))
-                yield self.conn
-                await _to_completion(self._execute("COMMIT"))
-            except BaseException:
-                await _to_completion(self._rollback())
+                try:
+                    yield Tx(conn, self.kind)
+                    await _to_completion(conn.commit())
+                except BaseException:
+                    await _to_completion(conn.rollback())
+                    raise
+                finally:
+                    await _to_completion(conn.close())
+            except sa_exc.DBAPIError as exc:
+                if is_connection_loss(exc):
+                    raise StoreUnavailable(f"The database connection was lost: {_reason(exc)}") from None
                 raise
 
-    async def _execute(self, sql: str) -> None:
-        await self.conn.execute(sql)
-
-    async def _rollback(self) -> None:
+    async def _begin(self) -> AsyncConnection:
+        conn = await self._engine(reader=False).connect()
         try:
-            await self.conn.execute("ROLLBACK")
-        except sqlite3.OperationalError as exc:
-            if "no transaction is active" not in str(exc):
-                raise
+            await conn.begin()  # SQLite: BEGIN IMMEDIATE, from the engine's "begin" event
+        except BaseException:
+            await _to_completion(conn.close())
+            raise
+        return conn
 
-    # One hop to the connection's thread per read (execute + fetch + close would be three): reads are the
-    # API's hot path (``GET /v3/sessions/{id}``).
-    async def fetch_all(self, sql: str, params: tuple[object, ...] = ()) -> list[aiosqlite.Row]:
-        # one call into the connection's thread that executes, fetches and closes the cursor: a reader cancelled
-        # half-way can never leave a statement open, which would pin the read connection to an old snapshot
-        rows = await self.reader.execute_fetchall(sql, params)
-        return list(rows)
+    async def serialise(self, conn: Tx, key: int) -> None:
+        """Inside a transaction: wait until no other transaction, in any process, holds ``key``. SQLite's write
+        transactions are serialised already."""
+        if self.kind == "postgresql":
+            await conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": key})
 
-    async def fetch_one(self, sql: str, params: tuple[object, ...] = ()) -> aiosqlite.Row | None:
-        rows = await self.fetch_all(sql, params)
+    def insertion_order(self, table: sa.Table) -> Any:
+        """A column that orders rows of equal timestamps: SQLite's ``rowid`` (insertion order), else the id."""
+        return sa.literal_column("rowid") if self.kind == "sqlite" else table.c.id
+
+    async def fetch_all(self, statement: Statement, params: Params = None) -> list[RowMapping]:
+        # each read runs to its end even if its caller is cancelled: a read abandoned half-way can never leave a
+        # statement open, which would pin the read connection to an old snapshot
+        return await _to_completion(self._retrying(lambda: self._read(_statement(statement), params)))
+
+    async def fetch_one(self, statement: Statement, params: Params = None) -> RowMapping | None:
+        rows = await self.fetch_all(statement, params)
         return rows[0] if rows else None
+
+    async def scalar(self, statement: Statement, params: Params = None) -> Any:
+        row = await self.fetch_one(statement, params)
+        return next(iter(row.values())) if row is not None else None
+
+    async def _read(self, statement: Executable, params: Params) -> list[RowMapping]:
+        async with self._engine(reader=True).connect() as conn:
+            result = await conn.execute(statement, params)
+            return list(result.mappings().all())
+
+    async def _retrying(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        for delay in (*RETRY_DELAYS_S, None):
+            try:
+                return await attempt()
+            except (sa_exc.DBAPIError, OSError) as exc:
+                if not is_connection_loss(exc) or self.kind == "sqlite":
+                    raise
+                if delay is None:
+                    raise StoreUnavailable(f"The database cannot be reached: {_reason(exc)}") from None
+                logger.warning("Database connection lost (%s); retrying in %.1f s", _reason(exc), delay)
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable")
+
+
+def _reason(exc: BaseException) -> str:
+    cause = exc.orig if isinstance(exc, sa_exc.DBAPIError) and exc.orig is not None else exc
+    first_line = str(cause).strip().splitlines()[0] if str(cause).strip() else type(cause).__name__
+    return first_line.rstrip(".") + "."
+
+
+async def _opened(work: Awaitable[AsyncConnection]) -> AsyncConnection:
+    """Like :func:`_to_completion`, but a connection opened for a caller cancelled meanwhile is closed."""
+    inner = asyncio.ensure_future(work)
+    try:
+        return await _to_completion(inner)
+    except asyncio.CancelledError:
+        if inner.done() and not inner.cancelled() and inner.exception() is None:
+            conn = inner.result()
+            await _to_completion(_rollback_and_close(conn))
+        raise
+
+
+async def _rollback_and_close(conn: AsyncConnection) -> None:
+    await conn.rollback()
+    await conn.close()
 
 
 async def _to_completion(work: Awaitable[T]) -> T:

@@ -6,19 +6,21 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+import sqlalchemy as sa
+from sqlalchemy.engine import RowMapping
+
 from openbrowse.domain.clock import Clock, from_wire, to_wire, utc_now
 from openbrowse.domain.feed import FeedEntry, Message
 from openbrowse.domain.ids import MessageId, SessionId, new_message_id
 from openbrowse.domain.redaction import REDACTORS
 from openbrowse.errors import InvalidRequest
+from openbrowse.store.schema import messages as table
 
 if TYPE_CHECKING:
-    import aiosqlite
-
     from openbrowse.store.db import Database
 
 
-def _message(row: aiosqlite.Row) -> Message:
+def _message(row: RowMapping) -> Message:
     return Message(
         id=MessageId(row["id"]),
         session_id=SessionId(row["session_id"]),
@@ -50,22 +52,18 @@ class FeedRepo:
             entry = replace(entry, summary=redactor.text(entry.summary), data=redactor.value(entry.data))
         message_id = new_message_id()
         created = self._clock()
+        row = {
+            "id": message_id,
+            "session_id": session_id,
+            "role": entry.role,
+            "type": entry.type.value,
+            "summary": entry.summary,
+            "data": entry.data_text(),
+            "hidden": int(entry.hidden),
+            "created_at": to_wire(created),
+        }
         async with self._db.transaction() as conn:
-            cursor = await conn.execute(
-                "INSERT INTO messages (id, session_id, role, type, summary, data, hidden, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    message_id,
-                    session_id,
-                    entry.role,
-                    entry.type.value,
-                    entry.summary,
-                    entry.data_text(),
-                    int(entry.hidden),
-                    to_wire(created),
-                ),
-            )
-            seq = cursor.lastrowid or 0
+            seq = int((await conn.execute(table.insert().values(row).returning(table.c.seq))).scalar_one())
         for listener in self._listeners:
             listener(session_id)
         return Message(
@@ -81,12 +79,10 @@ class FeedRepo:
         )
 
     async def _cursor_seq(self, session_id: str, message_id: str) -> int:
-        row = await self._db.fetch_one(
-            "SELECT seq FROM messages WHERE id = ? AND session_id = ?", (message_id, session_id)
-        )
-        if row is None:
+        seq = await self.seq_of(session_id, message_id)
+        if seq is None:
             raise InvalidRequest("Unknown message cursor")
-        return int(row[0])
+        return seq
 
     async def page(
         self, session_id: str, *, after: str | None = None, before: str | None = None, limit: int = 100
@@ -94,19 +90,14 @@ class FeedRepo:
         """One page in chronological order, and whether more exist beyond it in the paging direction."""
         after_seq = await self._cursor_seq(session_id, after) if after else None
         before_seq = await self._cursor_seq(session_id, before) if before else None
-        clauses = ["session_id = ?"]
-        params: list[object] = [session_id]
+        query = sa.select(table).where(table.c.session_id == session_id)
         if after_seq is not None:
-            clauses.append("seq > ?")
-            params.append(after_seq)
+            query = query.where(table.c.seq > after_seq)
         if before_seq is not None:
-            clauses.append("seq < ?")
-            params.append(before_seq)
-        where = " AND ".join(clauses)
+            query = query.where(table.c.seq < before_seq)
         backwards = before_seq is not None and after_seq is None
-        order = "DESC" if backwards else "ASC"
         rows = await self._db.fetch_all(
-            f"SELECT * FROM messages WHERE {where} ORDER BY seq {order} LIMIT ?", (*params, limit + 1)
+            query.order_by(table.c.seq.desc() if backwards else table.c.seq.asc()).limit(limit + 1)
         )
         has_more = len(rows) > limit
         messages = [_message(row) for row in rows[:limit]]
@@ -116,26 +107,28 @@ class FeedRepo:
 
     async def seq_of(self, session_id: str, message_id: str) -> int | None:
         """The sequence number of a message of this session, or None if it is not one of its messages."""
-        row = await self._db.fetch_one(
-            "SELECT seq FROM messages WHERE id = ? AND session_id = ?", (message_id, session_id)
+        seq = await self._db.scalar(
+            sa.select(table.c.seq).where(table.c.id == message_id, table.c.session_id == session_id)
         )
-        return int(row[0]) if row is not None else None
+        return int(seq) if seq is not None else None
 
     async def since(self, session_id: str, seq: int, limit: int) -> list[Message]:
         """The next ``limit`` messages after sequence number ``seq``, in order."""
         rows = await self._db.fetch_all(
-            "SELECT * FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?", (session_id, seq, limit)
+            sa.select(table)
+            .where(table.c.session_id == session_id, table.c.seq > seq)
+            .order_by(table.c.seq)
+            .limit(limit)
         )
         return [_message(row) for row in rows]
 
     async def all(self, session_id: str) -> list[Message]:
-        rows = await self._db.fetch_all("SELECT * FROM messages WHERE session_id = ? ORDER BY seq", (session_id,))
+        rows = await self._db.fetch_all(sa.select(table).where(table.c.session_id == session_id).order_by(table.c.seq))
         return [_message(row) for row in rows]
 
     async def of_types(self, session_id: str, *types: str) -> list[Message]:
-        marks = ", ".join("?" for _ in types)
         rows = await self._db.fetch_all(
-            f"SELECT * FROM messages WHERE session_id = ? AND type IN ({marks}) ORDER BY seq", (session_id, *types)
+            sa.select(table).where(table.c.session_id == session_id, table.c.type.in_(types)).order_by(table.c.seq)
         )
         return [_message(row) for row in rows]
 

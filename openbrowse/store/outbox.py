@@ -13,15 +13,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import sqlalchemy as sa
+
 from openbrowse.domain.clock import Clock, utc_now
 from openbrowse.domain.webhooks import browser_ended_event, canonical_json, session_events
+from openbrowse.store.schema import webhook_outbox as table
 
 if TYPE_CHECKING:
-    import aiosqlite
-
     from openbrowse.domain.browsers import BrowserRecord
     from openbrowse.domain.sessions import SessionRecord
-    from openbrowse.store.db import Database
+    from openbrowse.store.db import Database, Tx
 
 PENDING = "pending"
 DELIVERED = "delivered"
@@ -65,37 +66,44 @@ class WebhookOutbox:
         return list(dict.fromkeys(url for url in (self._default_url, own_url) if url))
 
     # -- in-transaction hooks ------------------------------------------------------------------------------------
-    async def session_changed(self, conn: aiosqlite.Connection, before: SessionRecord, after: SessionRecord) -> None:
+    async def session_changed(self, conn: Tx, before: SessionRecord, after: SessionRecord) -> None:
         targets = self._targets(after.webhook_url)
         if targets:
             await self._add(conn, session_events(before, after, self._clock()), targets)
 
-    async def browser_ended(self, conn: aiosqlite.Connection, record: BrowserRecord) -> None:
+    async def browser_ended(self, conn: Tx, record: BrowserRecord) -> None:
         targets = self._targets(None)
         if targets:
             await self._add(conn, [browser_ended_event(record, self._clock())], targets)
 
-    async def _add(self, conn: aiosqlite.Connection, events: Sequence[dict[str, Any]], targets: list[str]) -> None:
+    async def _add(self, conn: Tx, events: Sequence[dict[str, Any]], targets: list[str]) -> None:
         now = self._epoch()
         rows = [
-            (event["id"], event["type"], target, canonical_json(event), now, now)
+            {
+                "event_id": event["id"],
+                "event_type": event["type"],
+                "target_url": target,
+                "body": canonical_json(event),
+                "state": PENDING,
+                "attempts": 0,
+                "created_at": now,
+                "next_attempt_at": now,
+            }
             for event in events
             for target in targets
         ]
         if rows:
-            await conn.executemany(
-                "INSERT INTO webhook_outbox (event_id, event_type, target_url, body, created_at, next_attempt_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                rows,
-            )
+            await conn.execute(table.insert(), rows)
 
     # -- the delivery worker's side ------------------------------------------------------------------------------
     async def due(self, now: float, limit: int) -> list[OutboxRow]:
         """Pending rows whose next attempt is due, oldest first."""
+        c = table.c
         rows = await self._db.fetch_all(
-            "SELECT seq, event_id, event_type, target_url, body, attempts, created_at FROM webhook_outbox"
-            " WHERE state = ? AND next_attempt_at <= ? ORDER BY seq LIMIT ?",
-            (PENDING, now, limit),
+            sa.select(c.seq, c.event_id, c.event_type, c.target_url, c.body, c.attempts, c.created_at)
+            .where(c.state == PENDING, c.next_attempt_at <= now)
+            .order_by(c.seq)
+            .limit(limit)
         )
         return [
             OutboxRow(
@@ -112,8 +120,8 @@ class WebhookOutbox:
 
     async def next_due(self) -> float | None:
         """When the earliest pending row is due (epoch seconds), or None when nothing is pending."""
-        row = await self._db.fetch_one("SELECT MIN(next_attempt_at) FROM webhook_outbox WHERE state = ?", (PENDING,))
-        return float(row[0]) if row is not None and row[0] is not None else None
+        due = await self._db.scalar(sa.select(sa.func.min(table.c.next_attempt_at)).where(table.c.state == PENDING))
+        return float(due) if due is not None else None
 
     async def delivered(self, seq: int, attempts: int) -> None:
         await self._settle(seq, DELIVERED, attempts, None)
@@ -124,25 +132,32 @@ class WebhookOutbox:
     async def retry_at(self, seq: int, attempts: int, when: float, error: str) -> None:
         async with self._db.transaction() as conn:
             await conn.execute(
-                "UPDATE webhook_outbox SET attempts = ?, next_attempt_at = ?, last_error = ? WHERE seq = ?",
-                (attempts, when, error[:ERROR_LIMIT], seq),
+                table.update()
+                .where(table.c.seq == seq)
+                .values(attempts=attempts, next_attempt_at=when, last_error=error[:ERROR_LIMIT])
             )
 
     async def _settle(self, seq: int, state: str, attempts: int, error: str | None) -> None:
         async with self._db.transaction() as conn:
             await conn.execute(
-                "UPDATE webhook_outbox SET state = ?, attempts = ?, finished_at = ?, last_error = ? WHERE seq = ?",
-                (state, attempts, self._epoch(), error[:ERROR_LIMIT] if error else None, seq),
+                table.update()
+                .where(table.c.seq == seq)
+                .values(
+                    state=state,
+                    attempts=attempts,
+                    finished_at=self._epoch(),
+                    last_error=error[:ERROR_LIMIT] if error else None,
+                )
             )
 
     async def pending_count(self) -> int:
-        row = await self._db.fetch_one("SELECT COUNT(*) FROM webhook_outbox WHERE state = ?", (PENDING,))
-        return int(row[0]) if row is not None else 0
+        count = await self._db.scalar(sa.select(sa.func.count()).select_from(table).where(table.c.state == PENDING))
+        return int(count or 0)
 
     async def prune(self, finished_before: float) -> int:
         """Forget settled rows finished before ``finished_before``; pending rows are never pruned."""
         async with self._db.transaction() as conn:
-            cursor = await conn.execute(
-                "DELETE FROM webhook_outbox WHERE state != ? AND finished_at < ?", (PENDING, finished_before)
+            result = await conn.execute(
+                table.delete().where(table.c.state != PENDING, table.c.finished_at < finished_before)
             )
-            return int(cursor.rowcount or 0)
+            return int(result.rowcount or 0)

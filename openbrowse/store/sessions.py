@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import fields
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import sqlalchemy as sa
 from pydantic import TypeAdapter
 
 from openbrowse.domain.clock import Clock, from_wire, to_wire, utc_now
@@ -17,11 +18,10 @@ from openbrowse.domain.secrets import normalize_stored
 from openbrowse.domain.sessions import SessionRecord, SessionStatus
 from openbrowse.errors import SessionNotFound
 from openbrowse.store.read_cache import ReadCache
+from openbrowse.store.schema import sessions as table
 
 if TYPE_CHECKING:
-    import aiosqlite
-
-    from openbrowse.store.db import Database
+    from openbrowse.store.db import Database, Tx
 
 _JSON_COLUMNS = {"output", "output_schema", "sensitive_data", "pause"}
 _BOOL_COLUMNS = {"keep_alive", "browser_live", "enable_recording"}
@@ -32,12 +32,13 @@ _COLUMNS = [f.name for f in fields(SessionRecord)]
 _RECORD = TypeAdapter(SessionRecord)
 _REDACTED_COLUMNS = ("output", "last_step_summary")
 """Text a run writes: the session's secrets never reach the row (spec §25.3)."""
-_NEXT_QUEUE_SEQ_SQL = "(SELECT COALESCE(MAX(queue_seq), 0) + 1 FROM sessions)"
+_QUEUE_LOCK_KEY = 0x0B_5E_51
+"""PostgreSQL: the advisory lock around drawing the next queue place (SQLite serialises writes already)."""
 VIEW_CACHE_SIZE = 256
 """Rows kept for :meth:`SessionRepo.view` (the sessions being polled; a few KiB each)."""
 
 
-ChangeHook = Callable[["aiosqlite.Connection", SessionRecord, SessionRecord], Awaitable[None]]
+ChangeHook = Callable[["Tx", SessionRecord, SessionRecord], Awaitable[None]]
 """``hook(conn, before, after)``: runs inside the transaction of an update (writes that must commit with it)."""
 ChangeWatcher = Callable[[SessionRecord, SessionRecord], None]
 """``watcher(before, after)``: called after an update committed."""
@@ -72,12 +73,17 @@ def _to_column(name: str, value: Any) -> Any:
     return value
 
 
-def _from_row(row: aiosqlite.Row) -> SessionRecord:
+def _next_queue_seq() -> Any:
+    inner = table.alias("queued")
+    return sa.select(sa.func.coalesce(sa.func.max(inner.c.queue_seq), 0) + 1).scalar_subquery()
+
+
+def _from_row(row: Mapping[Any, Any]) -> SessionRecord:
     """Decode the JSON columns, then let pydantic convert the rest (0/1 → bool, text → Decimal or enum).
 
     NULLs are left out so the record's defaults apply; the timestamps are parsed here to keep the stdlib's
     ``timezone.utc`` (pydantic would attach its own tzinfo type)."""
-    values = {name: value for name, value in zip(row.keys(), row, strict=True) if value is not None}
+    values = {name: value for name, value in row.items() if value is not None}
     for name in _JSON_COLUMNS.intersection(values):
         values[name] = json.loads(values[name])
     for name in _TIME_COLUMNS:
@@ -86,9 +92,9 @@ def _from_row(row: aiosqlite.Row) -> SessionRecord:
     return _RECORD.validate_python(values)
 
 
-async def _read_in(conn: aiosqlite.Connection, session_id: str) -> SessionRecord | None:
-    rows = list(await conn.execute_fetchall("SELECT * FROM sessions WHERE id = ?", (session_id,)))
-    return _from_row(rows[0]) if rows else None
+async def _read_in(conn: Tx, session_id: str) -> SessionRecord | None:
+    row = (await conn.execute(sa.select(table).where(table.c.id == session_id))).mappings().first()
+    return _from_row(row) if row is not None else None
 
 
 def _concerned(observers: list[tuple[T, Concerns]], changed: Collection[str]) -> list[T]:
@@ -129,35 +135,34 @@ class SessionRepo:
 
     async def insert(self, record: SessionRecord, *, enqueue: bool = False) -> SessionRecord:
         """Insert ``record``; with ``enqueue`` it takes the next queue place, drawn in the same transaction."""
-        columns = ", ".join(_COLUMNS)
-        marks = ", ".join(_NEXT_QUEUE_SEQ_SQL if enqueue and name == "queue_seq" else "?" for name in _COLUMNS)
-        values = tuple(
-            _to_column(name, getattr(record, name)) for name in _COLUMNS if not (enqueue and name == "queue_seq")
-        )
+        values: dict[str, Any] = {name: _to_column(name, getattr(record, name)) for name in _COLUMNS}
+        if enqueue:
+            values["queue_seq"] = _next_queue_seq()
         with self._views.writing(record.id):
             async with self._db.transaction() as conn:
-                await conn.execute(f"INSERT INTO sessions ({columns}) VALUES ({marks})", values)
                 if enqueue:
-                    rows = list(
-                        await conn.execute_fetchall("SELECT queue_seq FROM sessions WHERE id = ?", (record.id,))
-                    )
-                    record = record.evolve(queue_seq=int(rows[0][0]) if rows else None)
+                    await self._db.serialise(conn, _QUEUE_LOCK_KEY)
+                result = await conn.execute(table.insert().values(values).returning(table.c.queue_seq))
+                if enqueue:
+                    seq = result.scalar_one()
+                    record = record.evolve(queue_seq=int(seq) if seq is not None else None)
         return record
 
     async def get(self, session_id: str) -> SessionRecord:
-        row = await self._db.fetch_one("SELECT * FROM sessions WHERE id = ?", (session_id,))
+        row = await self._db.fetch_one(sa.select(table).where(table.c.id == session_id))
         if row is None:
             raise SessionNotFound()
         return _from_row(row)
 
     async def find(self, session_id: str) -> SessionRecord | None:
-        row = await self._db.fetch_one("SELECT * FROM sessions WHERE id = ?", (session_id,))
+        row = await self._db.fetch_one(sa.select(table).where(table.c.id == session_id))
         return _from_row(row) if row is not None else None
 
     async def view(self, session_id: str) -> SessionRecord:
         """Like :meth:`get`, but the record may be shared with other readers: for display only, never mutated.
 
-        Served from memory while no write happened since it was read (the API's polls cost no database hop)."""
+        On SQLite served from memory while no write happened since it was read (the API's polls cost no database
+        hop); on PostgreSQL other nodes write too, so every view is read from the database."""
         record = await self.find_view(session_id)
         if record is None:
             raise SessionNotFound()
@@ -165,6 +170,8 @@ class SessionRepo:
 
     async def find_view(self, session_id: str) -> SessionRecord | None:
         """Like :meth:`find`, shared as :meth:`view` is."""
+        if not self._db.single_process:
+            return await self.find(session_id)
         cached = self._views.get(session_id)
         if cached is not None:
             return cached
@@ -184,23 +191,22 @@ class SessionRepo:
         for name in _REDACTED_COLUMNS:
             if name in changes and redactor:
                 changes[name] = redactor.value(changes[name])
-        plain = {name: value for name, value in changes.items() if value is not NEXT_IN_QUEUE}
-        assignments = ", ".join(
-            f"{name} = ?" if name in plain else f"{name} = {_NEXT_QUEUE_SEQ_SQL}" for name in changes
-        )
-        values = tuple(_to_column(name, value) for name, value in plain.items())
+        enqueue = any(value is NEXT_IN_QUEUE for value in changes.values())
+        values = {
+            name: _next_queue_seq() if value is NEXT_IN_QUEUE else _to_column(name, value)
+            for name, value in changes.items()
+        }
         hooks, watchers = _concerned(self._hooks, changes), _concerned(self._watchers, changes)
         with self._views.writing(session_id):
             async with self._db.transaction() as conn:
+                if enqueue:
+                    await self._db.serialise(conn, _QUEUE_LOCK_KEY)
                 before = await _read_in(conn, session_id) if hooks or watchers else None
-                rows = list(  # RETURNING: the row as this write left it, with no read of its own
-                    await conn.execute_fetchall(
-                        f"UPDATE sessions SET {assignments} WHERE id = ? RETURNING *", (*values, session_id)
-                    )
-                )
-                if not rows:
+                statement = table.update().where(table.c.id == session_id).values(values).returning(*table.c)
+                row = (await conn.execute(statement)).mappings().first()  # the row as this write left it
+                if row is None:
                     raise SessionNotFound()
-                after = _from_row(rows[0])
+                after = _from_row(row)
                 if before is not None:
                     for hook in hooks:
                         await hook(conn, before, after)
@@ -226,41 +232,43 @@ class SessionRepo:
     async def delete(self, session_id: str) -> None:
         with self._views.writing(session_id):
             async with self._db.transaction() as conn:
-                cursor = await conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
-                if cursor.rowcount == 0:
+                result = await conn.execute(table.delete().where(table.c.id == session_id))
+                if result.rowcount == 0:
                     raise SessionNotFound()
         await self._db.scrub()  # the row may have held secrets (a keep-alive session keeps them until then)
         self._changed(session_id)
 
     async def page(self, page: int, page_size: int) -> tuple[list[SessionRecord], int]:
-        total_row = await self._db.fetch_one("SELECT COUNT(*) FROM sessions")
-        total = int(total_row[0]) if total_row else 0
+        total = int(await self._db.scalar(sa.select(sa.func.count()).select_from(table)) or 0)
         rows = await self._db.fetch_all(
-            "SELECT * FROM sessions ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
-            (page_size, (page - 1) * page_size),
+            sa.select(table)
+            .order_by(table.c.created_at.desc(), self._db.insertion_order(table).desc())
+            .limit(page_size)
+            .offset((page - 1) * page_size)
         )
         return [_from_row(row) for row in rows], total
 
     async def with_status(self, *statuses: SessionStatus) -> list[SessionRecord]:
-        marks = ", ".join("?" for _ in statuses)
         rows = await self._db.fetch_all(
-            f"SELECT * FROM sessions WHERE status IN ({marks}) ORDER BY created_at", tuple(str(s) for s in statuses)
+            sa.select(table).where(table.c.status.in_([str(s) for s in statuses])).order_by(table.c.created_at)
         )
         return [_from_row(row) for row in rows]
 
     async def with_secrets(self) -> list[SessionRecord]:
         """Sessions whose row still holds ``sensitiveData``."""
-        rows = await self._db.fetch_all("SELECT * FROM sessions WHERE sensitive_data IS NOT NULL")
+        rows = await self._db.fetch_all(sa.select(table).where(table.c.sensitive_data.is_not(None)))
         return [_from_row(row) for row in rows]
 
     async def queued(self) -> list[SessionRecord]:
         """Sessions whose dispatched task never started, in submission order."""
         rows = await self._db.fetch_all(
-            "SELECT * FROM sessions WHERE status = ? AND pending_task IS NOT NULL ORDER BY queue_seq",
-            (str(SessionStatus.CREATED),),
+            sa.select(table)
+            .where(table.c.status == str(SessionStatus.CREATED), table.c.pending_task.is_not(None))
+            .order_by(table.c.queue_seq)
         )
         return [_from_row(row) for row in rows]
 
     async def count_by_status(self) -> dict[str, int]:
-        rows = await self._db.fetch_all("SELECT status, COUNT(*) FROM sessions GROUP BY status")
-        return {str(row[0]): int(row[1]) for row in rows}
+        count = sa.func.count().label("count")
+        rows = await self._db.fetch_all(sa.select(table.c.status, count).group_by(table.c.status))
+        return {str(row["status"]): int(row["count"]) for row in rows}

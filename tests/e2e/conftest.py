@@ -15,6 +15,7 @@ from tests.fakes.llm_server import FakeProvider
 from tests.fakes.login_site import LoginSite
 from tests.fakes.site import FixtureSites
 from tests.support.asgi_thread import ThreadedServer
+from tests.support.postgres import ThrowawayPostgres
 from tests.support.server import ServerProcess
 
 
@@ -64,3 +65,14 @@ def browser(http: httpx.Client) -> Iterator[dict[str, Any]]:
     """A raw browser on the module's ``server``, stopped after the test."""
     with raw_browser(http) as created:
         yield created
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def store_env(request: pytest.FixtureRequest) -> dict[str, str]:
+    """The settings of a server's store, once per backend (spec §26.1): none for SQLite, the default, and a fresh
+    database in the throwaway PostgreSQL for the other. A module's ``server`` fixture that takes it runs all its
+    tests on both."""
+    if request.param == "sqlite":
+        return {}
+    postgres: ThrowawayPostgres = request.getfixturevalue("throwaway_postgres")
+    return {"DATABASE_URL": postgres.new_database()}

@@ -3,6 +3,9 @@ reading back what the profile's jar holds."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import sqlite3
 from typing import Any
 
 import httpx
@@ -81,3 +84,12 @@ def import_state(server: ServerProcess, profile_id: str, state: dict[str, Any]) 
 
 def cookie(name: str, value: str, **extra: Any) -> dict[str, Any]:
     return {"name": name, "value": value, "domain": "127.0.0.1", "path": "/", "expires": 4102444800, **extra}
+
+
+def stored_jar(server: ServerProcess, profile: str, column: str = "jar") -> Any:
+    """A profile's jar (or its import backup, ``column="jar_backup"``) as the server's SQLite store holds it; None
+    when the profile has no row or no such jar (spec §26.1: jars live in the database)."""
+    database = server.home / "data" / "browser_use.db"
+    with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as conn:
+        row = conn.execute(f"SELECT {column} FROM profiles WHERE id = ?", (profile,)).fetchone()
+    return json.loads(row[0]) if row is not None and row[0] is not None else None

@@ -35,8 +35,11 @@ pytestmark = [pytest.mark.e2e, pytest.mark.display, pytest.mark.timeout(420)]
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    with running_server(tmp_path_factory.mktemp("profile-merges-home"), agent_env(fake), slots=2) as process:
+def server(
+    tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider, store_env: dict[str, str]
+) -> Iterator[ServerProcess]:
+    home = tmp_path_factory.mktemp("profile-merges-home")
+    with running_server(home, agent_env(fake, **store_env), slots=2) as process:  # on SQLite and on PostgreSQL
         yield process
 
 

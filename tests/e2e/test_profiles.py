@@ -7,10 +7,8 @@ sees. Several sessions sharing one profile are ``test_profile_merges.py``.
 
 from __future__ import annotations
 
-import json
 import signal
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -29,6 +27,7 @@ from tests.e2e.profiles_support import (
     profile_notes,
     run_session,
     storage_state,
+    stored_jar,
     whoami,
 )
 from tests.e2e.servers import agent_env, running_server
@@ -167,7 +166,7 @@ async def test_a_graceful_shutdown_merges_a_running_sessions_profile(
         own.stop()
     finally:
         gate.open()
-    jar = json.loads((own.home / "data" / "profiles" / f"{profile}.json").read_text())
+    jar = stored_jar(own, profile)
     assert jar_cookies(jar) == {"late": "at-shutdown"} and jar_storage(jar, "localStorage") == {"lk": "at-shutdown"}
 
 
@@ -219,9 +218,7 @@ async def test_an_imported_cloud_export_is_used_by_a_session(
     assert seen["local"] == {"token": "cloud-7"}
     again = import_state(server, profile, {"cookies": []})
     assert again.status_code == 200
-    backup = server.home / "data" / "profiles" / f"{profile}.json.import-bak"
-    assert {c["name"] for c in json.loads(backup.read_text())["cookies"]} == {"sid", "pref"}
-    assert backup.stat().st_mode & 0o777 == 0o600
+    assert {c["name"] for c in stored_jar(server, profile, "jar_backup")["cookies"]} == {"sid", "pref"}
 
 
 async def test_a_raw_browser_loads_and_saves_its_profile(server: ServerProcess, login: LoginSite) -> None:
@@ -290,10 +287,9 @@ async def test_profiles_crud_through_the_sdk(
     updated = await client.profiles.update(created.id, name=f"{marker}-renamed")
     assert updated.name == f"{marker}-renamed" and updated.user_id == "user-9"
     assert (await client.profiles.get(created.id)).name == f"{marker}-renamed"
-    jar = Path(server.home / "data" / "profiles" / f"{created.id}.json")
-    assert jar.stat().st_mode & 0o777 == 0o600 and jar.parent.stat().st_mode & 0o777 == 0o700
+    assert stored_jar(server, str(created.id)) == {"cookies": [], "origins": []}
     await client.profiles.delete(created.id)
-    assert not jar.exists()
+    assert stored_jar(server, str(created.id)) is None
     missing = loopback.get(f"{server.v3}/profiles/{created.id}", timeout=30)
     assert missing.status_code == 404 and missing.json() == {"detail": "Profile not found"}
     refused = loopback.post(f"{server.v3}/sessions", json={"task": "x", "profileId": str(created.id)}, timeout=30)

@@ -33,8 +33,9 @@ MESSAGE_FIELDS = {"id", "sessionId", "role", "type", "summary", "data", "screens
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with running_server(tmp_path_factory.mktemp("api-home"), {"CLOUD_MAX_COST_FACTOR": "0.5"}) as process:
+def server(tmp_path_factory: pytest.TempPathFactory, store_env: dict[str, str]) -> Iterator[ServerProcess]:
+    env = {"CLOUD_MAX_COST_FACTOR": "0.5", **store_env}  # on SQLite and on PostgreSQL
+    with running_server(tmp_path_factory.mktemp("api-home"), env) as process:
         yield process
 
 
@@ -313,7 +314,7 @@ async def test_delete_removes_row_feed_and_files(client: AsyncBrowserUse, server
 
 
 def test_health(http: httpx.Client) -> None:
-    assert http.get("/health").json() == {"status": "ok"}
+    assert http.get("/health").json() == {"status": "ok", "database": "ok"}
     details = http.get("/health/details").json()
     assert details["status"] == "ok" and details["maxConcurrentSessions"] == 1
     assert {"activeSessions", "queuedSessions", "parkedSessions", "cpu", "memory", "isAvailable"} <= set(details)

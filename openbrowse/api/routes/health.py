@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import psutil
 from fastapi import APIRouter, Request, Response
 
@@ -9,6 +11,7 @@ from openbrowse import __version__
 from openbrowse.api.deps import ApiKey, ManagerDep, SettingsDep
 from openbrowse.api.openapi_docs import error_responses
 from openbrowse.api.schemas import (
+    DatabaseView,
     HealthDetailsView,
     HealthView,
     LoopLagView,
@@ -34,9 +37,25 @@ async def favicon() -> Response:
     return Response(status_code=204)
 
 
-@router.get("/health", response_model=HealthView)
-async def health() -> HealthView:
+@router.get("/health", response_model=HealthView, responses={503: {"model": HealthView}})
+async def health(request: Request, response: Response) -> HealthView:
+    if await _database_reachable(request) is False:
+        response.status_code = 503
+        return HealthView(status="degraded", database="unreachable")
     return HealthView()
+
+
+async def _database_reachable(request: Request) -> bool | None:
+    """Whether the store answers now; None before the app has opened it."""
+    ping: Callable[[], Awaitable[bool]] | None = getattr(request.app.state, "database_ping", None)
+    return await ping() if ping is not None else None
+
+
+async def _database(request: Request) -> DatabaseView | None:
+    reachable = await _database_reachable(request)
+    if reachable is None:
+        return None
+    return DatabaseView(kind=request.app.state.database_kind, reachable=reachable)
 
 
 @router.get(
@@ -70,6 +89,7 @@ async def health_details(request: Request, manager: ManagerDep, settings: Settin
         live_objects=live_objects(),
         sandbox=_sandbox(request, settings),
         file_warnings=getattr(request.app.state, "file_warnings", []),
+        database=await _database(request),
         **await _slot_memory(request),
     )
 

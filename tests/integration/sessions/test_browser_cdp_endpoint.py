@@ -44,7 +44,7 @@ class NoLeases:
 async def test_a_slot_that_is_gone_is_reported_unavailable(tmp_path: Path) -> None:
     settings = Settings(OPENBROWSE_HOME=tmp_path)
     async with Database(settings.db_path) as db:
-        profiles = ProfileService(ProfileRepo(db), settings.profiles_dir)
+        profiles = ProfileService(ProfileRepo(db))
         service = BrowserService(BrowserRepo(db), profiles, NoLeases(), live_url=lambda browser_id: "")
         browser = RunningBrowser(BrowserId("b-gone"), BrowserRequest())
         browser.slot = Slot(settings, 0)  # a real slot that is not running: what is left after Chromium died

@@ -5,17 +5,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from pathlib import Path
 
-import aiosqlite
 import pytest
 
 from openbrowse.domain.clock import utc_now
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.sessions import SessionRecord, SessionStatus
-from openbrowse.store.db import Database
+from openbrowse.store.db import Database, Tx
 from openbrowse.store.outbox import WebhookOutbox
 from openbrowse.store.sessions import SessionRepo
+from openbrowse.store.target import StoreTarget
 
 SESSION = SessionId("00000000-0000-4000-8000-0000000000aa")
 HOOK = "https://hooks.example.com/openbrowse"
@@ -45,8 +44,8 @@ async def insert(sessions: SessionRepo, **fields: object) -> None:
 
 
 @pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    async with Database(tmp_path / "store.db") as database:
+async def db(store_target: StoreTarget) -> AsyncIterator[Database]:
+    async with Database(store_target) as database:
         yield database
 
 
@@ -77,7 +76,7 @@ async def test_change_and_row_commit_together(db: Database) -> None:
     sessions, outbox = SessionRepo(db), WebhookOutbox(db, HOOK)
     sessions.on_change(outbox.session_changed)
 
-    async def broken(conn: aiosqlite.Connection, before: SessionRecord, after: SessionRecord) -> None:
+    async def broken(conn: Tx, before: SessionRecord, after: SessionRecord) -> None:
         raise RuntimeError("disk full")
 
     await insert(sessions)
@@ -88,15 +87,15 @@ async def test_change_and_row_commit_together(db: Database) -> None:
     assert await outbox.pending_count() == 0
 
 
-async def test_pending_rows_survive_a_reopen_and_settle(tmp_path: Path) -> None:
+async def test_pending_rows_survive_a_reopen_and_settle(store_target: StoreTarget) -> None:
     clock = Clock()
-    async with Database(tmp_path / "store.db") as db:
+    async with Database(store_target) as db:
         sessions, outbox = SessionRepo(db), WebhookOutbox(db, HOOK, epoch=clock)
         sessions.on_change(outbox.session_changed)
         await insert(sessions)
         await sessions.update(SESSION, status=SessionStatus.RUNNING)
         await sessions.update(SESSION, status=SessionStatus.STOPPED)
-    async with Database(tmp_path / "store.db") as db:
+    async with Database(store_target) as db:
         outbox = WebhookOutbox(db, HOOK, epoch=clock)
         first, second = await outbox.due(clock(), 10)
         assert first.seq < second.seq and first.attempts == 0

@@ -1,41 +1,40 @@
-"""SessionRepo.update on real SQLite: the row it returns is the one its own transaction wrote, and the row is read
-before the write only when a registered hook or watcher is concerned with a field the update writes."""
+"""SessionRepo.update on real SQLite and PostgreSQL: the row it returns is the one its own transaction wrote, and
+the row is read before the write only when a registered hook or watcher is concerned with a field it writes."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 
-import aiosqlite
 import pytest
+from sqlalchemy import event
 
 from openbrowse.domain.clock import utc_now
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.sessions import SessionRecord, SessionStatus
 from openbrowse.errors import SessionNotFound
-from openbrowse.store.db import Database
+from openbrowse.store.db import Database, Tx
 from openbrowse.store.sessions import SessionRepo
+from openbrowse.store.target import StoreTarget
 
 SESSION = SessionId("00000000-0000-4000-8000-0000000000cc")
-ROW_READ = "SELECT * FROM sessions"
 
 
 class Statements:
-    """Every statement the writer connection runs (SQLite's own trace), to count the row's reads."""
+    """Every statement the writer runs (SQLAlchemy's cursor event), to count the row's reads."""
 
     def __init__(self) -> None:
         self.seen: list[str] = []
 
-    def __call__(self, statement: str) -> None:
+    def __call__(self, conn: object, cursor: object, statement: str, *args: object) -> None:
         self.seen.append(statement)
 
     def row_reads(self) -> int:
-        return sum(statement.startswith(ROW_READ) for statement in self.seen)
+        return sum(statement.startswith("SELECT") and "FROM sessions" in statement for statement in self.seen)
 
 
 @pytest.fixture
-async def db(tmp_path: Path) -> AsyncIterator[Database]:
-    async with Database(tmp_path / "store.db") as database:
+async def db(store_target: StoreTarget) -> AsyncIterator[Database]:
+    async with Database(store_target) as database:
         yield database
 
 
@@ -53,16 +52,16 @@ async def traced_repo(db: Database) -> tuple[SessionRepo, Statements]:
             updated_at=now,
         )
     )
-    await db.conn.set_trace_callback(statements)
+    event.listen(db.engine.sync_engine, "before_cursor_execute", statements)
     return sessions, statements
 
 
 async def test_an_update_returns_the_row_it_wrote(db: Database) -> None:
     sessions, statements = await traced_repo(db)
     written = await sessions.update(SESSION, step_count=3, last_step_summary="three")
+    assert statements.row_reads() == 0  # no observer: the write alone, its row from RETURNING
     assert (written.step_count, written.last_step_summary) == (3, "three")
     assert written == await sessions.get(SESSION)
-    assert statements.row_reads() == 0  # no observer: the write alone, its row from RETURNING
 
 
 async def test_the_row_is_read_before_only_for_a_concerned_observer(db: Database) -> None:
@@ -70,7 +69,7 @@ async def test_the_row_is_read_before_only_for_a_concerned_observer(db: Database
     hooked: list[tuple[SessionStatus, SessionStatus]] = []
     watched: list[int] = []
 
-    async def hook(conn: aiosqlite.Connection, before: SessionRecord, after: SessionRecord) -> None:
+    async def hook(conn: Tx, before: SessionRecord, after: SessionRecord) -> None:
         hooked.append((before.status, after.status))
 
     sessions.on_change(hook, fields={"status"})
