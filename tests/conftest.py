@@ -11,8 +11,7 @@ import pytest
 from browser_use_sdk.v3 import AsyncBrowserUse
 
 from openbrowse.bootstrap import prepare_process_environment
-from openbrowse.slots.sandbox import sandbox_problem
-from tests.support.sandbox_gate import CI_SANDBOX_MISSING
+from tests.support.ci_gate import fail_if_marked
 from tests.support.server import ServerProcess
 
 INHERITED_UNSANDBOXED = (
@@ -28,10 +27,9 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(INHERITED_UNSANDBOXED)
 
 
-@pytest.fixture
-def _fail_without_sandbox() -> None:
-    """Used by ``sandbox_gate.needs_sandbox`` on the CI machine when there is no sandbox."""
-    pytest.fail(f"{CI_SANDBOX_MISSING}: {sandbox_problem()}")
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """On the CI machine, a test that would have skipped for a missing tool fails instead (``ci_gate``)."""
+    fail_if_marked(item)
 
 
 # browser-use stays quiet and offline in the test process too (telemetry, version check, cloud sync, logging set-up):

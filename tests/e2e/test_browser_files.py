@@ -17,13 +17,14 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 
 from tests.e2e.agent_support import agent_steps, step_requests, token
-from tests.e2e.browser_support import CdpClient, needs_display
+from tests.e2e.browser_support import CdpClient
 from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_request import LLMRequest, find_index
 from tests.fakes.llm_script import agent_step, done, navigate
 from tests.fakes.llm_server import FakeProvider
 from tests.support import loopback
 from tests.support.asgi_thread import ThreadedServer
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]

@@ -25,10 +25,11 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult, TextContent
 
-from tests.e2e.browser_support import cdp_evaluate, forwarded_for, needs_display
+from tests.e2e.browser_support import cdp_evaluate, forwarded_for
 from tests.e2e.servers import running_server
 from tests.support import loopback
 from tests.support.asgi_thread import ThreadedServer
+from tests.support.display import needs_display
 from tests.support.npm_clients import NODE, NpmClients
 from tests.support.server import ServerProcess
 

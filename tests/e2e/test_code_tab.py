@@ -26,11 +26,12 @@ from openbrowse.api.codeview_page import CODE_BACKGROUND
 from openbrowse.slots.layout import slot_layout
 from tests.conftest import StartServer
 from tests.e2e.agent_support import agent_steps, create, data_of, messages, stop, token, wait_until_status
-from tests.e2e.browser_support import ARTIFACTS, CdpClient, needs_display
+from tests.e2e.browser_support import ARTIFACTS, CdpClient
 from tests.fakes.llm_script import done, navigate, run_code, streamed
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
 from tests.support import loopback
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display, pytest.mark.timeout(300)]

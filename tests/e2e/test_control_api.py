@@ -14,13 +14,14 @@ import httpx
 import pytest
 
 from tests.e2e.agent_support import agent_steps, data_of, settled_with, token
-from tests.e2e.browser_support import create_browser, needs_display, stop_browser
+from tests.e2e.browser_support import create_browser, stop_browser
 from tests.e2e.control_routes_site import ok, ref_of, refused
 from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
 from tests.support import loopback
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]

@@ -17,13 +17,13 @@ import httpx
 import pytest
 
 from tests.e2e.agent_support import agent_steps, settled_with, token
-from tests.e2e.browser_support import needs_display
 from tests.e2e.control_routes_site import ok
 from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_script import done, navigate
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
 from tests.support import loopback
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.browser_support import create_browser, needs_display, stop_browser
+from tests.e2e.browser_support import create_browser, stop_browser
 from tests.e2e.control_routes_site import (
     BASIC_PASSWORD,
     BASIC_USER,
@@ -33,6 +33,7 @@ from tests.e2e.control_routes_site import (
     refused,
 )
 from tests.e2e.servers import api_client, running_server
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]

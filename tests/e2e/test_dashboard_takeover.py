@@ -18,10 +18,11 @@ import pytest
 from playwright.async_api import Browser, Page, ViewportSize, async_playwright
 
 from tests.e2e.agent_support import agent_steps, settled_with, token
-from tests.e2e.browser_support import ARTIFACTS, create_browser, needs_display
+from tests.e2e.browser_support import ARTIFACTS, create_browser
 from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_script import Gate, done, structured
 from tests.fakes.llm_server import FakeProvider
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]

@@ -22,7 +22,7 @@ from playwright.async_api import async_playwright
 
 from openbrowse.api.file_urls import FileUrlSigner
 from tests.e2e.agent_support import agent_steps, settled_with, token
-from tests.e2e.browser_support import create_browser, forwarded_for, needs_display, stop_browser
+from tests.e2e.browser_support import create_browser, forwarded_for, stop_browser
 from tests.e2e.files_site import DOWNLOAD_NAMES, Received, file_bytes, files_site
 from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_request import LLMRequest, find_index
@@ -30,6 +30,7 @@ from tests.fakes.llm_script import agent_step, click_on, done, navigate
 from tests.fakes.llm_server import FakeProvider
 from tests.support import loopback
 from tests.support.asgi_thread import ThreadedServer
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]

@@ -23,11 +23,12 @@ from playwright.sync_api import expect, sync_playwright
 
 from tests.conftest import StartServer
 from tests.e2e.agent_support import create, get, token, wait_until_status
-from tests.e2e.browser_support import create_browser, needs_display
+from tests.e2e.browser_support import create_browser
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
 from tests.support import loopback
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display, pytest.mark.timeout(300)]

@@ -15,11 +15,11 @@ import pytest
 from browser_use_sdk.generated.v3.models import SessionResponse
 
 from tests.e2e.agent_support import agent_steps, data_of, settled_with, token
-from tests.e2e.browser_support import needs_display
 from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_script import Gate, agent_step, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]

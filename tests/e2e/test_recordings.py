@@ -26,11 +26,11 @@ from playwright.async_api import async_playwright
 
 from tests.conftest import StartServer
 from tests.e2e.agent_support import TERMINAL, data_of, messages, session_files, token, wait_until_status
-from tests.e2e.browser_support import needs_display
 from tests.e2e.servers import running_server
 from tests.fakes.llm_script import Gate, done, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.support import loopback
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]

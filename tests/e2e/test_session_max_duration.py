@@ -14,10 +14,10 @@ import pytest
 from browser_use_sdk.generated.v3.models import SessionResponse
 
 from tests.e2e.agent_support import TERMINAL, messages, token, wait_until_status
-from tests.e2e.browser_support import needs_display
 from tests.e2e.servers import running_server
 from tests.fakes.llm_script import Gate, done, structured
 from tests.fakes.llm_server import FakeProvider
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]

@@ -23,10 +23,11 @@ from playwright.async_api import async_playwright
 from websockets.asyncio.client import ClientConnection
 from websockets.typing import Subprotocol
 
-from tests.e2e.browser_support import cdp_evaluate, cdp_navigate, create_browser, needs_display, stop_browser
+from tests.e2e.browser_support import cdp_evaluate, cdp_navigate, create_browser, stop_browser
 from tests.e2e.servers import raw_browser, running_server
 from tests.support import loopback
 from tests.support.asgi_thread import ThreadedServer
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,17 +17,12 @@ import psutil
 from openbrowse.slots.seam import seam_dir
 from openbrowse.slots.slot_files import scratch_root
 from tests.support import loopback
+from tests.support.ports import free_port
 from tests.support.slot_range import claim_slot_base, free_slot_base, release_slot_base
 
 REPO = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT = 60.0
 BROWSER_STACK = ("Xvfb", "x11vnc", "websockify", "chromium", "chrome", "chrome_crashpad_handler", "socat")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_until(probe: Callable[[], object], timeout: float, interval: float = 0.05, what: str = "condition") -> None:
