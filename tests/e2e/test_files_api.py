@@ -277,11 +277,10 @@ def test_an_uploaded_file_reaches_the_page_through_the_control_file_chooser(
 def test_uploads_refuse_bad_names_unknown_owners_and_too_much(server: ServerProcess, http: httpx.Client) -> None:
     shell = http.post("/v3/sessions", json={})
     session_id = shell.json()["id"]
-    for name in (".env", "..", "a%5Cb"):
+    for name in (".env", "%2E%2E", "a%5Cb", "%2E"):  # percent-encoded, so the client does not resolve them itself
         answer = http.put(f"/v3/sessions/{session_id}/uploads/{name}", content=b"x")
-        assert answer.status_code in {400, 404, 405}, (name, answer.text)
-        if answer.status_code == 400:
-            assert answer.json()["detail"].startswith("A file name must be one plain name")
+        assert answer.status_code == 400, (name, answer.text)
+        assert answer.json()["detail"].startswith("A file name must be one plain name"), (name, answer.text)
     assert http.put("/v3/sessions/no-such-session/uploads/a.txt", content=b"x").status_code == 404
     unkeyed = loopback.put(f"{server.v3}/sessions/{session_id}/uploads/a.txt", content=b"x", headers=forwarded_for())
     assert unkeyed.status_code == 401
