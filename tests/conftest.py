@@ -12,6 +12,7 @@ from browser_use_sdk.v3 import AsyncBrowserUse
 
 from openbrowse.bootstrap import prepare_process_environment
 from tests.support.ci_gate import fail_if_marked
+from tests.support.ordering import slow_files_first
 from tests.support.server import ServerProcess
 
 INHERITED_UNSANDBOXED = (
@@ -25,6 +26,11 @@ def pytest_configure(config: pytest.Config) -> None:
     """Refuse to run with an inherited ``ALLOW_UNSANDBOXED``: it would turn the servers' fail-closed gate off."""
     if os.environ.get("ALLOW_UNSANDBOXED"):
         raise pytest.UsageError(INHERITED_UNSANDBOXED)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Slow files first, so the parallel workers end on quick ones (``ordering``)."""
+    slow_files_first(config.rootpath, items)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
