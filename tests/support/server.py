@@ -6,8 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,20 +17,13 @@ from openbrowse.slots.slot_files import scratch_root
 from tests.support import loopback
 from tests.support.ports import free_port
 from tests.support.slot_range import claim_slot_base, free_slot_base, release_slot_base
+from tests.support.waiting import wait_until
+
+__all__ = ["BROWSER_STACK", "REPO", "ServerProcess", "browser_stack_processes", "free_port", "wait_until"]
 
 REPO = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT = 60.0
 BROWSER_STACK = ("Xvfb", "x11vnc", "websockify", "chromium", "chrome", "chrome_crashpad_handler", "socat")
-
-
-def wait_until(probe: Callable[[], object], timeout: float, interval: float = 0.05, what: str = "condition") -> None:
-    """Poll ``probe()`` until it is truthy (a readiness probe, not a sleep)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if probe():
-            return
-        time.sleep(interval)
-    raise TimeoutError(f"{what} not reached within {timeout} s")
 
 
 @dataclass
