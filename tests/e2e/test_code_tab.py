@@ -33,6 +33,7 @@ from tests.fakes.site import FixtureSites
 from tests.support import loopback
 from tests.support.display import needs_display
 from tests.support.server import ServerProcess
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display, pytest.mark.timeout(300)]
 
@@ -90,13 +91,7 @@ def code_tab_state(server: ServerProcess) -> dict[str, Any] | None:
 
 
 def poll(probe: Any, timeout: float, what: str, interval: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(interval)
-    raise TimeoutError(f"{what} not seen within {timeout} s")
+    return wait_for(probe, timeout, interval=interval, what=what)
 
 
 # -- the live view, watched by a separate headless Chromium ---------------------------------------------------

@@ -32,7 +32,7 @@ from tests.e2e.control_routes_site import (
     ref_of,
     refused,
 )
-from tests.e2e.servers import api_client, running_server
+from tests.e2e.servers import api_client, server_fixture
 from tests.support.display import needs_display
 from tests.support.server import ServerProcess, wait_until
 
@@ -48,10 +48,7 @@ def site() -> Iterator[ControlSite]:
         yield served
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with running_server(tmp_path_factory.mktemp("control-state-home"), {"API_KEY": API_KEY}) as process:
-        yield process
+server = server_fixture({"API_KEY": API_KEY})
 
 
 @pytest.fixture(scope="module")

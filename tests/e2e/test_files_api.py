@@ -24,7 +24,7 @@ from openbrowse.api.file_urls import FileUrlSigner
 from tests.e2e.agent_support import agent_steps, settled_with, token
 from tests.e2e.browser_support import create_browser, forwarded_for, stop_browser
 from tests.e2e.files_site import DOWNLOAD_NAMES, Received, file_bytes, files_site
-from tests.e2e.servers import agent_env, running_server
+from tests.e2e.servers import agent_env, server_fixture
 from tests.fakes.llm_request import LLMRequest, find_index
 from tests.fakes.llm_script import agent_step, click_on, done, navigate
 from tests.fakes.llm_server import FakeProvider
@@ -49,10 +49,7 @@ def site(received: Received) -> Iterator[ThreadedServer]:
         yield served
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    with running_server(tmp_path_factory.mktemp("files-api-home"), agent_env(fake, API_KEY=API_KEY)) as process:
-        yield process
+server = server_fixture(lambda fake: agent_env(fake, API_KEY=API_KEY))
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ session that reached its limit takes no follow-up; the BU SDK parses every answe
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
@@ -13,7 +12,7 @@ import pytest
 from browser_use_sdk.generated.v3.models import SessionResponse
 
 from tests.e2e.agent_support import TERMINAL, messages, token, wait_until_status
-from tests.e2e.servers import running_server
+from tests.e2e.servers import server_fixture
 from tests.fakes.llm_script import Gate, done, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.support.display import needs_display
@@ -25,10 +24,7 @@ MODEL = "claude-sonnet-5"
 LIMIT_MS = 10_000
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    with running_server(tmp_path_factory.mktemp("max-duration-home"), fake.env(), slots=2) as process:
-        yield process
+server = server_fixture(lambda fake: fake.env(), slots=2)
 
 
 def _parsed(record: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import struct
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -24,11 +23,12 @@ from websockets.asyncio.client import ClientConnection
 from websockets.typing import Subprotocol
 
 from tests.e2e.browser_support import cdp_evaluate, cdp_navigate, create_browser, stop_browser
-from tests.e2e.servers import raw_browser, running_server
+from tests.e2e.servers import raw_browser, server_fixture
 from tests.support import loopback
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.display import needs_display
 from tests.support.server import ServerProcess
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
 
@@ -42,10 +42,7 @@ addEventListener("mousedown", () => window.__seen.push("click"), true);
 QUIET_S = 1.5  # how long dropped input is given to show up anyway
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with running_server(tmp_path_factory.mktemp("takeover-home"), {"API_KEY": API_KEY}) as process:
-        yield process
+server = server_fixture({"API_KEY": API_KEY})
 
 
 @pytest.fixture
@@ -62,10 +59,7 @@ def seen(browser: dict[str, Any]) -> list[str]:
 
 
 def wait_seen(browser: dict[str, Any], expected: list[str], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while (got := seen(browser)) != expected:
-        assert time.monotonic() < deadline, f"the page saw {got}, not {expected}"
-        time.sleep(0.1)
+    wait_for(lambda: seen(browser) == expected, timeout, interval=0.1, what=f"the page seeing {expected}")
 
 
 def socket_url(server: ServerProcess, page_url: str) -> str:
