@@ -190,10 +190,8 @@ def test_the_dashboard_warns_and_a_second_signal_stops_at_once(
             viewer.close()
 
     assert server.process is not None
-    began = time.monotonic()
     server.process.send_signal(signal.SIGINT)
-    server.wait_exited(60)
-    assert time.monotonic() - began < 60  # not the 300 s grace
+    server.wait_exited(120)  # at once: waiting out the 300 s grace would fail this wait
     assert not server.leftovers(), server.leftovers()
 
     restarted = start_server(home=server.home, **fake.env())
