@@ -23,6 +23,7 @@ __all__ = ["BROWSER_STACK", "REPO", "ServerProcess", "browser_stack_processes", 
 
 REPO = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT = 60.0
+FIXTURE_HOSTS = "127.0.0.1,localhost"  # where the fixture sites, the fake provider and the webhook receivers listen
 BROWSER_STACK = ("Xvfb", "x11vnc", "websockify", "chromium", "chrome", "chrome_crashpad_handler", "socat")
 
 
@@ -79,12 +80,15 @@ class ServerProcess:
                 # Most tests count browsers at idle; the tests of warm spares turn them on. TEST_PREWARM_SLOTS=1
                 # runs a whole test file with spares (e.g. the profile tests, whose runs then start warm).
                 "PREWARM_SLOTS": os.environ.get("TEST_PREWARM_SLOTS", "0"),
-                # The fixture sites are on loopback; the tests of the public-only default say so themselves.
-                "NETWORK_POLICY": "open",
                 # SIGTERM drains for maintenance (spec §21.6): tests stop at once unless they test the drain.
                 "SHUTDOWN_GRACE_S": "0",
             }
         )
+        if "NETWORK_POLICY" not in self.env:
+            # The product's default policy (public-only), with holes for the fixture sites, which are on loopback
+            # (this service's own ports and its slots' stay refused whatever the holes say). A test that needs
+            # `open`, or public-only without these holes, sets NETWORK_POLICY (and its own holes) itself.
+            env["NETWORK_ALLOWED_HOSTS"] = FIXTURE_HOSTS
         env.update(self.env)
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
