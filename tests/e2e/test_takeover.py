@@ -39,7 +39,6 @@ window.__seen = [];
 addEventListener("keydown", (e) => window.__seen.push("key:" + e.key), true);
 addEventListener("mousedown", () => window.__seen.push("click"), true);
 """
-QUIET_S = 1.5  # how long dropped input is given to show up anyway
 
 
 server = server_fixture({"API_KEY": API_KEY})
@@ -174,14 +173,14 @@ def test_a_stopped_browser_cannot_be_paused(http: httpx.Client) -> None:
 async def test_only_the_takeover_link_sends_input_and_only_while_paused(
     server: ServerProcess, http: httpx.Client, browser: dict[str, Any]
 ) -> None:
+    # Input that must be dropped is followed by input that must pass, on the same display: the page seeing exactly
+    # the second proves the first was dropped (it was sent before, so it would have arrived before), without waiting.
     first = pause(http, browser["id"])
     async with rfb(socket_url(server, first["takeoverUrl"])) as takeover:
         # The takeover connection lifted x11vnc's own view-only mode: from here only the bridge keeps input out.
         async with rfb(socket_url(server, browser["liveUrl"])) as viewer:
             await viewer.click()
             await viewer.key(ord("v"))
-            await asyncio.sleep(QUIET_S)
-            assert seen(browser) == []
         await takeover.click()
         await asyncio.to_thread(wait_seen, browser, ["click"])
         await takeover.key(ord("t"))
@@ -190,8 +189,6 @@ async def test_only_the_takeover_link_sends_input_and_only_while_paused(
         assert http.post(f"/v3/browsers/{browser['id']}/resume", json={}).status_code == 200
         await takeover.click()  # the same, still open connection: view-only at once
         await takeover.key(ord("r"))
-        await asyncio.sleep(QUIET_S)
-        assert seen(browser) == ["click", "key:t"]
 
     second = pause(http, browser["id"])
     assert second["takeoverUrl"] != first["takeoverUrl"]
@@ -200,8 +197,9 @@ async def test_only_the_takeover_link_sends_input_and_only_while_paused(
         async with rfb(socket_url(server, stale_or_wrong)) as connection:
             await connection.click()
             await connection.key(ord("w"))
-            await asyncio.sleep(QUIET_S)
-    assert seen(browser) == ["click", "key:t"]
+    async with rfb(socket_url(server, second["takeoverUrl"])) as current:
+        await current.key(ord("z"))
+        await asyncio.to_thread(wait_seen, browser, ["click", "key:t", "key:z"])
 
 
 async def test_an_unknown_client_message_closes_the_connection(server: ServerProcess, browser: dict[str, Any]) -> None:
