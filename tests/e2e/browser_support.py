@@ -24,7 +24,10 @@ from starlette.routing import Route
 from websockets.sync.client import connect as ws_connect
 
 from tests.support.asgi_thread import ThreadedServer
-from tests.support.display import needs_display as needs_display  # re-exported for older imports
+from tests.support.display import (
+    MISSING as MISSING,  # re-exported for older imports
+    needs_display as needs_display,  # re-exported for older imports
+)
 from tests.support.server import BROWSER_STACK, REPO, ServerProcess
 
 ARTIFACTS = REPO / "test-artifacts"
