@@ -11,10 +11,10 @@ import pytest
 from browser_use_sdk.v3 import AsyncBrowserUse
 
 from openbrowse.bootstrap import prepare_process_environment
-from openbrowse.slots.sandbox import sandbox_problem
 from openbrowse.store.target import StoreTarget
+from tests.support.ci_gate import fail_if_marked
+from tests.support.ordering import slow_files_first
 from tests.support.postgres import MISSING as POSTGRES_MISSING, ThrowawayPostgres, server_bin_dir
-from tests.support.sandbox_gate import CI_SANDBOX_MISSING
 from tests.support.server import ServerProcess
 
 INHERITED_UNSANDBOXED = (
@@ -30,10 +30,14 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(INHERITED_UNSANDBOXED)
 
 
-@pytest.fixture
-def _fail_without_sandbox() -> None:
-    """Used by ``sandbox_gate.needs_sandbox`` on the CI machine when there is no sandbox."""
-    pytest.fail(f"{CI_SANDBOX_MISSING}: {sandbox_problem()}")
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Slow files first, so the parallel workers end on quick ones (``ordering``)."""
+    slow_files_first(config.rootpath, items)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """On the CI machine, a test that would have skipped for a missing tool fails instead (``ci_gate``)."""
+    fail_if_marked(item)
 
 
 # browser-use stays quiet and offline in the test process too (telemetry, version check, cloud sync, logging set-up):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,6 +11,7 @@ import httpx
 
 from tests.support import loopback
 from tests.support.server import ServerProcess
+from tests.support.waiting import wait_for
 
 if TYPE_CHECKING:
     from tests.fakes.llm_request import LLMRequest
@@ -40,24 +40,28 @@ def get(server: ServerProcess, session_id: str) -> dict[str, Any]:
 def wait_until_status(
     server: ServerProcess, session_id: str, statuses: set[str], timeout: float = 120.0, interval: float = 0.2
 ) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    session = get(server, session_id)
-    while time.monotonic() < deadline:
+    seen: list[str] = []
+
+    def reached() -> dict[str, Any] | None:
         session = get(server, session_id)
-        if session["status"] in statuses:
-            return session
-        time.sleep(interval)
-    raise TimeoutError(f"{session_id} is {session['status']}, wanted {statuses}\n{server.log()[-3000:]}")
+        seen[:] = [session["status"]]
+        return session if session["status"] in statuses else None
+
+    try:
+        return wait_for(reached, timeout, interval=interval, what=f"session {session_id} in {statuses}")
+    except TimeoutError:
+        raise TimeoutError(f"{session_id} is {seen}, wanted {statuses}\n{server.log()[-3000:]}") from None
 
 
 def wait_for_message(server: ServerProcess, session_id: str, predicate: Any, timeout: float = 60.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for message in messages(server, session_id):
-            if predicate(message):
-                return message
-        time.sleep(0.1)
-    raise TimeoutError(f"no matching message in {session_id}: {[m['summary'] for m in messages(server, session_id)]}")
+    try:
+        found: dict[str, Any] = wait_for(
+            lambda: next((m for m in messages(server, session_id) if predicate(m)), None), timeout, interval=0.1
+        )
+    except TimeoutError:
+        summaries = [m["summary"] for m in messages(server, session_id)]
+        raise TimeoutError(f"no matching message in {session_id}: {summaries}") from None
+    return found
 
 
 def messages(server: ServerProcess, session_id: str) -> list[dict[str, Any]]:
@@ -107,9 +111,11 @@ def settled_with(http: httpx.Client, session_id: str, timeout: float = 120.0) ->
         record: dict[str, Any] = http.get(f"/v3/sessions/{session_id}").json()
         return record
 
-    deadline = time.monotonic() + timeout
-    while (record := read())["status"] not in {"idle", "stopped", "error", "timed_out"}:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{session_id} is still {record['status']}")
-        time.sleep(0.2)
+    settled = {"idle", "stopped", "error", "timed_out"}
+    record: dict[str, Any] = wait_for(
+        lambda: found if (found := read())["status"] in settled else None,
+        timeout,
+        interval=0.2,
+        what=f"session {session_id} settled",
+    )
     return record

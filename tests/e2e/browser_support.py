@@ -12,13 +12,11 @@ from __future__ import annotations
 import html
 import itertools
 import json
-import shutil
 import time
 from typing import Any
 
 import httpx
 import psutil
-import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
@@ -26,10 +24,11 @@ from starlette.routing import Route
 from websockets.sync.client import connect as ws_connect
 
 from tests.support.asgi_thread import ThreadedServer
+from tests.support.display import (
+    MISSING as MISSING,  # re-exported for older imports
+    needs_display as needs_display,  # re-exported for older imports
+)
 from tests.support.server import BROWSER_STACK, REPO, ServerProcess
-
-MISSING = [name for name in ("Xvfb", "x11vnc", "websockify", "chromium") if shutil.which(name) is None]
-needs_display = pytest.mark.skipif(bool(MISSING), reason=f"missing binaries: {', '.join(MISSING)}")
 
 ARTIFACTS = REPO / "test-artifacts"
 MAGENTA = (255, 0, 255)

@@ -7,18 +7,20 @@
 * ``api_client``: an HTTP client of a server that sends the server's own API key, if it has one;
 * ``raw_browser``: a raw browser (``POST /v3/browsers``), stopped afterwards.
 
-The fixtures built on these (``http``, ``browser``, ``pages``) are in ``conftest.py``; each test module keeps its own
-``server`` fixture, since that is where the modules differ (slots, API key, settings).
+* ``server_fixture``: a test module's ``server`` fixture, made from the settings it differs in (slots, API key, ...).
+
+The fixtures built on these (``http``, ``browser``, ``pages``) are in ``conftest.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
+import pytest
 
 from tests.e2e.browser_support import create_browser, stop_browser
 from tests.support.server import ServerProcess
@@ -52,6 +54,46 @@ def running_server(
     assert not process.leftovers(), process.leftovers()
     if check_temp:
         assert not process.temp_leftovers(), process.temp_leftovers()
+
+
+ServerSettings = Mapping[str, str] | Callable[["FakeProvider"], Mapping[str, str]]
+
+
+def server_fixture(
+    settings: ServerSettings | None = None,
+    *,
+    slots: int = 1,
+    check_temp: bool = False,
+    name: str = "server",
+    both_stores: bool = False,
+) -> Any:
+    """A module-scoped fixture ``name`` (``server = server_fixture(...)`` in a test module): a real server with
+    ``settings``, or ``settings(fake)`` when it is a function of the module's fake provider, on ``slots`` slots of
+    its own; stopped after the module, with nothing it started left running (:func:`running_server`). With
+    ``both_stores`` the module runs twice, on SQLite and on the throwaway PostgreSQL (``store_env``)."""
+
+    def start(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, store: dict[str, str]) -> Any:
+        env = settings(request.getfixturevalue("fake")) if callable(settings) else settings
+        home = tmp_path_factory.mktemp(f"{request.module.__name__.rsplit('.', 1)[-1]}-home")
+        return running_server(home, {**(env or {}), **store}, slots=slots, check_temp=check_temp)
+
+    if both_stores:
+
+        @pytest.fixture(scope="module", name=name)
+        def server_on_each_store(
+            request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, store_env: dict[str, str]
+        ) -> Iterator[ServerProcess]:
+            with start(request, tmp_path_factory, store_env) as process:
+                yield process
+
+        return server_on_each_store
+
+    @pytest.fixture(scope="module", name=name)
+    def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+        with start(request, tmp_path_factory, {}) as process:
+            yield process
+
+    return server
 
 
 def agent_env(fake: FakeProvider, **extra: str) -> dict[str, str]:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.agent_support import create, data_of, messages, token, wait_until_status
-from tests.e2e.servers import agent_env, running_server
+from tests.e2e.servers import agent_env, server_fixture
 from tests.fakes.llm_request import LLMRequest
 from tests.fakes.llm_script import (
     Fault,
@@ -118,10 +118,7 @@ def _persistent(entry: ReplyLike) -> ReplyLike:
     return entry.forever()
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Any:
-    with running_server(tmp_path_factory.mktemp("repair-home"), agent_env(fake), slots=2) as process:
-        yield process
+server = server_fixture(lambda fake: agent_env(fake), slots=2)
 
 
 @dataclass

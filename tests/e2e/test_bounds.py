@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import StartServer
 from tests.e2e.agent_support import create, token, wait_until_status
-from tests.e2e.servers import running_server
+from tests.e2e.servers import server_fixture
 from tests.fakes.llm_script import Gate, done, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.support import loopback
@@ -27,11 +27,9 @@ MIB = 1 << 20
 TOO_LARGE = {"detail": "The request body is larger than the limit of 1 MiB."}
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    env = {"EVENTS_MAX_STREAMS_PER_SESSION": "3", "EVENTS_MAX_STREAMS": "5", "EVENTS_PING_INTERVAL": "0.5"}
-    with running_server(tmp_path_factory.mktemp("bounds-home"), env) as process:
-        yield process
+server = server_fixture(
+    {"EVENTS_MAX_STREAMS_PER_SESSION": "3", "EVENTS_MAX_STREAMS": "5", "EVENTS_PING_INTERVAL": "0.5"}
+)
 
 
 def sessions_total(server: ServerProcess) -> int:

@@ -17,14 +17,16 @@ from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Route
 
 from tests.e2e.agent_support import agent_steps, step_requests, token
-from tests.e2e.browser_support import CdpClient, needs_display
+from tests.e2e.browser_support import CdpClient
 from tests.e2e.servers import agent_env, running_server
 from tests.fakes.llm_request import LLMRequest, find_index
 from tests.fakes.llm_script import agent_step, done, navigate
 from tests.fakes.llm_server import FakeProvider
 from tests.support import loopback
 from tests.support.asgi_thread import ThreadedServer
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess, wait_until
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
 
@@ -261,14 +263,12 @@ def test_upload_file_takes_only_the_sessions_own_files(
 
 def wait_until_status_with_key(server: ServerProcess, session_id: str) -> dict[str, Any]:
     """``wait_until_status`` for a server with an API key."""
-    result: dict[str, Any] = {}
 
-    def ended() -> bool:
-        result.update(loopback.get(f"{server.v3}/sessions/{session_id}", headers=AUTH, timeout=30).json())
-        return result.get("status") in {"stopped", "error", "idle", "timed_out"}
+    def ended() -> dict[str, Any] | None:
+        record: dict[str, Any] = loopback.get(f"{server.v3}/sessions/{session_id}", headers=AUTH, timeout=30).json()
+        return record if record.get("status") in {"stopped", "error", "idle", "timed_out"} else None
 
-    wait_until(ended, 120, interval=0.2, what=f"session {session_id} ending")
-    return result
+    return wait_for(ended, 120, interval=0.2, what=f"session {session_id} ending")
 
 
 def test_the_agents_downloads_end_up_in_the_sessions_files(

@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from tests.e2e.browser_support import (
     stack_processes,
     stop_browser,
 )
-from tests.e2e.servers import api_client, running_server, start_isolated_server
+from tests.e2e.servers import api_client, server_fixture, start_isolated_server
 from tests.support import loopback
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.server import ServerProcess
@@ -40,10 +40,7 @@ API_KEY = "raw-browser-key"
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with running_server(tmp_path_factory.mktemp("browsers-home"), {"API_KEY": API_KEY}) as process:
-        yield process
+server = server_fixture({"API_KEY": API_KEY})
 
 
 # -- the SDK ---------------------------------------------------------------------------------------------------

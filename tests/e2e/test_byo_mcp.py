@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -25,10 +25,11 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult, TextContent
 
-from tests.e2e.browser_support import cdp_evaluate, forwarded_for, needs_display
-from tests.e2e.servers import running_server
+from tests.e2e.browser_support import cdp_evaluate, forwarded_for
+from tests.e2e.servers import server_fixture
 from tests.support import loopback
 from tests.support.asgi_thread import ThreadedServer
+from tests.support.display import needs_display
 from tests.support.npm_clients import NODE, NpmClients
 from tests.support.server import ServerProcess
 
@@ -54,10 +55,7 @@ def mcp_servers() -> Path:
 
 
 # -- the server, the fixture site and one raw browser per test ------------------------------------------------
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with running_server(tmp_path_factory.mktemp("byo-mcp-home"), {"API_KEY": API_KEY}) as process:
-        yield process
+server = server_fixture({"API_KEY": API_KEY})
 
 
 def socket_url(browser: dict[str, Any]) -> str:

@@ -18,7 +18,8 @@ from tests.fakes.llm_script import done, navigate
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
 from tests.support import loopback
-from tests.support.server import ServerProcess, free_port
+from tests.support.ports import free_port
+from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display]
 

@@ -26,12 +26,14 @@ from openbrowse.api.codeview_page import CODE_BACKGROUND
 from openbrowse.slots.layout import slot_layout
 from tests.conftest import StartServer
 from tests.e2e.agent_support import agent_steps, create, data_of, messages, stop, token, wait_until_status
-from tests.e2e.browser_support import ARTIFACTS, CdpClient, needs_display
+from tests.e2e.browser_support import ARTIFACTS, CdpClient
 from tests.fakes.llm_script import done, navigate, run_code, streamed
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
 from tests.support import loopback
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display, pytest.mark.timeout(300)]
 
@@ -89,13 +91,7 @@ def code_tab_state(server: ServerProcess) -> dict[str, Any] | None:
 
 
 def poll(probe: Any, timeout: float, what: str, interval: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(interval)
-    raise TimeoutError(f"{what} not seen within {timeout} s")
+    return wait_for(probe, timeout, interval=interval, what=what)
 
 
 # -- the live view, watched by a separate headless Chromium ---------------------------------------------------

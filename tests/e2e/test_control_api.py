@@ -7,20 +7,20 @@ shows, and each refusal of §20.3–§20.4 is produced for real. The OpenClaw cl
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.e2e.agent_support import agent_steps, data_of, settled_with, token
-from tests.e2e.browser_support import create_browser, needs_display, stop_browser
+from tests.e2e.browser_support import create_browser, stop_browser
 from tests.e2e.control_routes_site import ok, ref_of, refused
-from tests.e2e.servers import agent_env, running_server
+from tests.e2e.servers import agent_env, server_fixture
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
 from tests.support import loopback
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
@@ -28,11 +28,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
 API_KEY = "control-api-key"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("control-home")
-    with running_server(home, agent_env(fake, API_KEY=API_KEY), slots=2) as process:
-        yield process
+server = server_fixture(lambda fake: agent_env(fake, API_KEY=API_KEY), slots=2)
 
 
 def feed(http: httpx.Client, session_id: str) -> list[dict[str, Any]]:

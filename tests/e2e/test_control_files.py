@@ -8,7 +8,6 @@ holds only the browser's own token. The status route answers with or without a t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -17,13 +16,13 @@ import httpx
 import pytest
 
 from tests.e2e.agent_support import agent_steps, settled_with, token
-from tests.e2e.browser_support import needs_display
 from tests.e2e.control_routes_site import ok
-from tests.e2e.servers import agent_env, running_server
+from tests.e2e.servers import agent_env, server_fixture
 from tests.fakes.llm_script import done, navigate
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
 from tests.support import loopback
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
@@ -32,11 +31,7 @@ API_KEY = "control-files-key"
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("control-files-home")
-    with running_server(home, agent_env(fake, API_KEY=API_KEY), slots=2) as process:
-        yield process
+server = server_fixture(lambda fake: agent_env(fake, API_KEY=API_KEY), slots=2)
 
 
 def listed(http: httpx.Client, owner: str, area: str, **params: Any) -> dict[str, str | None]:

@@ -19,7 +19,8 @@ from websockets.exceptions import InvalidStatus
 
 from tests.conftest import StartServer
 from tests.support import loopback
-from tests.support.server import ServerProcess, free_port
+from tests.support.ports import free_port
+from tests.support.server import ServerProcess
 
 pytestmark = pytest.mark.e2e
 

@@ -16,11 +16,12 @@ import httpx
 import pytest
 
 from tests.e2e.agent_support import token
-from tests.e2e.browser_support import create_browser, needs_display, stop_browser
+from tests.e2e.browser_support import create_browser, stop_browser
 from tests.e2e.control_routes_site import Browser, ControlSite, ok, ref_of, refused
-from tests.e2e.servers import agent_env, api_client, running_server
+from tests.e2e.servers import agent_env, api_client, running_server, server_fixture
 from tests.fakes.llm_script import text
 from tests.fakes.llm_server import FakeProvider
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
@@ -34,11 +35,7 @@ def site() -> Iterator[ControlSite]:
         yield served
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("control-routes-home")
-    with running_server(home, agent_env(fake, API_KEY=API_KEY)) as process:
-        yield process
+server = server_fixture(lambda fake: agent_env(fake, API_KEY=API_KEY))
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.browser_support import create_browser, needs_display, stop_browser
+from tests.e2e.browser_support import create_browser, stop_browser
 from tests.e2e.control_routes_site import (
     BASIC_PASSWORD,
     BASIC_USER,
@@ -32,7 +32,8 @@ from tests.e2e.control_routes_site import (
     ref_of,
     refused,
 )
-from tests.e2e.servers import api_client, running_server
+from tests.e2e.servers import api_client, server_fixture
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
@@ -47,10 +48,7 @@ def site() -> Iterator[ControlSite]:
         yield served
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with running_server(tmp_path_factory.mktemp("control-state-home"), {"API_KEY": API_KEY}) as process:
-        yield process
+server = server_fixture({"API_KEY": API_KEY})
 
 
 @pytest.fixture(scope="module")

@@ -23,12 +23,13 @@ from playwright.async_api import Browser, Page, ViewportSize, async_playwright
 
 from tests.conftest import StartServer
 from tests.e2e.agent_support import agent_steps, token
-from tests.e2e.browser_support import ARTIFACTS, create_browser, forwarded_for, needs_display
-from tests.e2e.servers import agent_env, running_server
+from tests.e2e.browser_support import ARTIFACTS, create_browser, forwarded_for
+from tests.e2e.servers import agent_env, server_fixture
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
 from tests.support import loopback
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
@@ -74,11 +75,7 @@ def no_script_errors() -> Iterator[None]:
     assert not SCRIPT_ERRORS, SCRIPT_ERRORS
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    env = agent_env(fake, API_KEY=API_KEY, DASHBOARD_PASSWORD=PASSWORD)
-    with running_server(tmp_path_factory.mktemp("dashboard-home"), env, slots=3) as process:
-        yield process
+server = server_fixture(lambda fake: agent_env(fake, API_KEY=API_KEY, DASHBOARD_PASSWORD=PASSWORD), slots=3)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ a navigation, or a forged logout.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 from playwright.async_api import Browser, BrowserContext, Page, Request as PlaywrightRequest, async_playwright
@@ -17,7 +17,7 @@ from starlette.responses import HTMLResponse
 from starlette.routing import Route
 
 from tests.e2e.browser_support import ARTIFACTS
-from tests.e2e.servers import running_server
+from tests.e2e.servers import server_fixture
 from tests.support import loopback
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.server import ServerProcess
@@ -32,11 +32,7 @@ CROSS_SITE = "Another site's page may not use the dashboard's credentials"
 CSRF_REFUSED = "A call that changes something needs the dashboard's X-CSRF-Token header with its login cookie"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    env = {"API_KEY": API_KEY, "DASHBOARD_PASSWORD": PASSWORD}
-    with running_server(tmp_path_factory.mktemp("login-home"), env) as process:
-        yield process
+server = server_fixture({"API_KEY": API_KEY, "DASHBOARD_PASSWORD": PASSWORD})
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ connects with input enabled. The maintenance banner is covered by ``test_mainten
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -18,10 +18,11 @@ import pytest
 from playwright.async_api import Browser, Page, ViewportSize, async_playwright
 
 from tests.e2e.agent_support import agent_steps, settled_with, token
-from tests.e2e.browser_support import ARTIFACTS, create_browser, needs_display
-from tests.e2e.servers import agent_env, running_server
+from tests.e2e.browser_support import ARTIFACTS, create_browser
+from tests.e2e.servers import agent_env, server_fixture
 from tests.fakes.llm_script import Gate, done, structured
 from tests.fakes.llm_server import FakeProvider
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
@@ -33,11 +34,9 @@ VIEWPORT: ViewportSize = {"width": 1280, "height": 900}
 WAIT_MS = 30_000
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    env = agent_env(fake, API_KEY=API_KEY, DASHBOARD_PASSWORD=PASSWORD, PAUSE_TIMEOUT="600")
-    with running_server(tmp_path_factory.mktemp("dashboard-takeover-home"), env, slots=2) as process:
-        yield process
+server = server_fixture(
+    lambda fake: agent_env(fake, API_KEY=API_KEY, DASHBOARD_PASSWORD=PASSWORD, PAUSE_TIMEOUT="600"), slots=2
+)
 
 
 @pytest.fixture

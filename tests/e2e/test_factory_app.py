@@ -13,7 +13,8 @@ import httpx
 import pytest
 
 from tests.support import loopback
-from tests.support.server import free_port, wait_until
+from tests.support.ports import free_port
+from tests.support.server import wait_until
 
 pytestmark = pytest.mark.e2e
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import StartServer
 from tests.support import loopback
-from tests.support.server import free_port
+from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, pytest.mark.timeout(180)]
 

@@ -12,9 +12,10 @@ import pytest
 import websockets
 from websockets.typing import Subprotocol
 
-from tests.e2e.browser_support import needs_display, stack_processes
+from tests.e2e.browser_support import stack_processes
 from tests.e2e.servers import running_server
 from tests.support import loopback
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display, pytest.mark.timeout(240)]

@@ -36,7 +36,7 @@ from tests.e2e.browser_support import (
     stack_processes_named,
     stop_browser,
 )
-from tests.e2e.servers import api_client, raw_browser, running_server
+from tests.e2e.servers import api_client, raw_browser, server_fixture
 from tests.support import loopback
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.local_user import ask_as_nobody
@@ -57,11 +57,7 @@ def view_token(browser: dict[str, Any]) -> str:
     return parse_qs(urlsplit(live_url).query)["token"][0]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    env = {"API_KEY": API_KEY, "DASHBOARD_PASSWORD": PASSWORD}
-    with running_server(tmp_path_factory.mktemp("live-home"), env, slots=2) as process:
-        yield process
+server = server_fixture({"API_KEY": API_KEY, "DASHBOARD_PASSWORD": PASSWORD}, slots=2)
 
 
 @pytest.fixture(scope="module")

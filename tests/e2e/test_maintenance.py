@@ -23,11 +23,12 @@ from playwright.sync_api import expect, sync_playwright
 
 from tests.conftest import StartServer
 from tests.e2e.agent_support import create, get, token, wait_until_status
-from tests.e2e.browser_support import create_browser, needs_display
+from tests.e2e.browser_support import create_browser
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
 from tests.support import loopback
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display, pytest.mark.timeout(300)]
@@ -189,10 +190,8 @@ def test_the_dashboard_warns_and_a_second_signal_stops_at_once(
             viewer.close()
 
     assert server.process is not None
-    began = time.monotonic()
     server.process.send_signal(signal.SIGINT)
-    server.wait_exited(60)
-    assert time.monotonic() - began < 60  # not the 300 s grace
+    server.wait_exited(120)  # at once: waiting out the 300 s grace would fail this wait
     assert not server.leftovers(), server.leftovers()
 
     restarted = start_server(home=server.home, **fake.env())

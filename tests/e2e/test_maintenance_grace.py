@@ -20,11 +20,11 @@ import pytest
 
 from tests.conftest import StartServer
 from tests.e2e.agent_support import create, get, token
-from tests.e2e.browser_support import needs_display
 from tests.e2e.test_maintenance import follow_events, next_event
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display, pytest.mark.timeout(300)]

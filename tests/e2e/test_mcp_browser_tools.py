@@ -29,10 +29,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from tests.e2e.browser_support import create_browser, needs_display
-from tests.e2e.servers import api_client, running_server
+from tests.e2e.browser_support import create_browser
+from tests.e2e.servers import api_client, running_server, server_fixture
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.devtools_catalog import CHROME_DEVTOOLS_NAMES
+from tests.support.display import needs_display
 from tests.support.local_user import ask_as_nobody
 from tests.support.server import ServerProcess, wait_until
 
@@ -98,10 +99,7 @@ def site() -> Iterator[str]:
         yield served.url
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with running_server(tmp_path_factory.mktemp("mcp-browser-home"), {"API_KEY": API_KEY}) as process:
-        yield process
+server = server_fixture({"API_KEY": API_KEY})
 
 
 @asynccontextmanager

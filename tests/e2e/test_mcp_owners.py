@@ -26,10 +26,10 @@ from mcp.client.client import Client
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from tests.e2e.browser_support import needs_display
-from tests.e2e.servers import running_server
+from tests.e2e.servers import running_server, server_fixture
 from tests.e2e.test_mcp_browser_tools import login_site, shared_targets, uid_of
 from tests.support.asgi_thread import ThreadedServer
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display, pytest.mark.timeout(240)]
@@ -51,10 +51,7 @@ def site() -> Iterator[str]:
         yield served.url
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with running_server(tmp_path_factory.mktemp("mcp-owners-home"), {"API_KEY": API_KEY}) as process:
-        yield process
+server = server_fixture({"API_KEY": API_KEY})
 
 
 @asynccontextmanager

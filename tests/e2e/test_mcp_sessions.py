@@ -7,7 +7,7 @@ The client lists the tools, calls each, runs a task to completion with the fake 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -18,12 +18,12 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.e2e.agent_support import agent_steps, token
-from tests.e2e.browser_support import needs_display
-from tests.e2e.servers import agent_env, running_server
+from tests.e2e.servers import agent_env, server_fixture
 from tests.fakes.llm_script import done, navigate
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
 from tests.support import loopback
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
@@ -42,10 +42,7 @@ BU_TOOLS = {
 SEED_TOOLS = {"create_session", "run_task", "get_session", "list_sessions", "stop_session"}
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    with running_server(tmp_path_factory.mktemp("mcp-home"), agent_env(fake, API_KEY=API_KEY)) as process:
-        yield process
+server = server_fixture(lambda fake: agent_env(fake, API_KEY=API_KEY))
 
 
 @asynccontextmanager

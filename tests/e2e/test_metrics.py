@@ -14,10 +14,10 @@ from browser_use_sdk.v3 import AsyncBrowserUse
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.agent_support import token
-from tests.e2e.browser_support import needs_display
 from tests.fakes.llm_script import Fault
 from tests.fakes.llm_server import FakeProvider
 from tests.support import loopback
+from tests.support.display import needs_display
 from tests.support.polling import wait_for_status
 from tests.support.server import ServerProcess, wait_until
 

@@ -13,7 +13,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from tests.e2e.servers import running_server
+from tests.e2e.servers import server_fixture
 from tests.support.server import ServerProcess
 
 pytestmark = pytest.mark.e2e
@@ -36,10 +36,7 @@ ROUTES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    with running_server(tmp_path_factory.mktemp("digits-home")) as process:
-        yield process
+server = server_fixture()
 
 
 @pytest.fixture(scope="module")

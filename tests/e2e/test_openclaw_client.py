@@ -28,11 +28,12 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from tests.e2e.agent_support import agent_steps, token
-from tests.e2e.browser_support import create_browser, needs_display, stop_browser
-from tests.e2e.servers import agent_env, running_server
+from tests.e2e.browser_support import create_browser, stop_browser
+from tests.e2e.servers import agent_env, server_fixture
 from tests.fakes.llm_script import Gate, done, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.support.asgi_thread import ThreadedServer
+from tests.support.display import needs_display
 from tests.support.npm_clients import NODE, NpmClients
 from tests.support.server import ServerProcess, wait_until
 
@@ -197,11 +198,7 @@ def form_site() -> Iterator[tuple[FormSite, ThreadedServer]]:
         yield state, served
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("openclaw-home")
-    with running_server(home, agent_env(fake, API_KEY=API_KEY), slots=2) as process:
-        yield process
+server = server_fixture(lambda fake: agent_env(fake, API_KEY=API_KEY), slots=2)
 
 
 @pytest.fixture

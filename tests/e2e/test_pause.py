@@ -7,7 +7,6 @@ fake model provider was asked (the redone step, the resume note), and the page a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -15,23 +14,19 @@ import pytest
 from browser_use_sdk.generated.v3.models import SessionResponse
 
 from tests.e2e.agent_support import agent_steps, data_of, settled_with, token
-from tests.e2e.browser_support import needs_display
-from tests.e2e.servers import agent_env, running_server
+from tests.e2e.servers import agent_env, server_fixture
 from tests.fakes.llm_script import Gate, agent_step, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
-from tests.support.server import ServerProcess, wait_until
+from tests.support.display import needs_display
+from tests.support.server import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
 
 API_KEY = "pause-key"
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    env = agent_env(fake, API_KEY=API_KEY, PAUSE_TIMEOUT="600")
-    with running_server(tmp_path_factory.mktemp("pause-home"), env, slots=2) as process:
-        yield process
+server = server_fixture(lambda fake: agent_env(fake, API_KEY=API_KEY, PAUSE_TIMEOUT="600"), slots=2)
 
 
 def session_of(http: httpx.Client, session_id: str) -> dict[str, Any]:

@@ -6,8 +6,6 @@ fixture site. The sessions are held mid-run by gates so that they hold one profi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from tests.e2e.agent_support import agent_steps, create, token, wait_until_status
@@ -24,7 +22,7 @@ from tests.e2e.profiles_support import (
     storage_state,
     whoami,
 )
-from tests.e2e.servers import agent_env, running_server
+from tests.e2e.servers import agent_env, server_fixture
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.login_site import LoginSite
@@ -34,13 +32,7 @@ from tests.support.server import ServerProcess
 pytestmark = [pytest.mark.e2e, pytest.mark.display, pytest.mark.timeout(420)]
 
 
-@pytest.fixture(scope="module")
-def server(
-    tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider, store_env: dict[str, str]
-) -> Iterator[ServerProcess]:
-    home = tmp_path_factory.mktemp("profile-merges-home")
-    with running_server(home, agent_env(fake, **store_env), slots=2) as process:  # on SQLite and on PostgreSQL
-        yield process
+server = server_fixture(lambda fake: agent_env(fake), slots=2, both_stores=True)  # on SQLite and on PostgreSQL
 
 
 async def test_two_concurrent_sessions_on_one_profile_keep_both_logins(

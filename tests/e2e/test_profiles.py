@@ -8,7 +8,7 @@ sees. Several sessions sharing one profile are ``test_profile_merges.py``.
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import httpx
 import pytest
@@ -30,7 +30,7 @@ from tests.e2e.profiles_support import (
     stored_jar,
     whoami,
 )
-from tests.e2e.servers import agent_env, running_server
+from tests.e2e.servers import agent_env, server_fixture
 from tests.fakes.llm_script import Gate, done, navigate
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.login_site import LoginSite
@@ -40,10 +40,7 @@ from tests.support.server import ServerProcess
 pytestmark = [pytest.mark.e2e, pytest.mark.display, pytest.mark.timeout(420)]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    with running_server(tmp_path_factory.mktemp("profiles-home"), agent_env(fake), slots=2) as process:
-        yield process
+server = server_fixture(lambda fake: agent_env(fake), slots=2)
 
 
 async def test_a_login_persists_into_later_sessions_of_the_profile_only(

@@ -8,13 +8,12 @@ exception.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.e2e.agent_support import create, get, token, wait_until_status
-from tests.e2e.servers import agent_env, running_server
+from tests.e2e.servers import agent_env, server_fixture
 from tests.fakes.llm_script import Fault, done
 from tests.fakes.llm_server import FakeProvider
 from tests.support.server import ServerProcess
@@ -37,11 +36,7 @@ FAULTS: dict[str, tuple[Fault, str, int | None]] = {
 CASES = [(provider, fault) for provider in MODELS for fault in FAULTS]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    env = agent_env(fake, PROVIDER_TIMEOUT="2")
-    with running_server(tmp_path_factory.mktemp("faults-home"), env, slots=4) as process:
-        yield process
+server = server_fixture(lambda fake: agent_env(fake, PROVIDER_TIMEOUT="2"), slots=4)
 
 
 @pytest.fixture(scope="module")

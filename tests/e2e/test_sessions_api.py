@@ -7,7 +7,7 @@ never-started path (spec §6), which is itself part of the contract.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ import pytest
 from browser_use_sdk import BrowserUseError
 from browser_use_sdk.v3 import AsyncBrowserUse
 
-from tests.e2e.servers import running_server
+from tests.e2e.servers import server_fixture
 from tests.support.polling import wait_for_status
 from tests.support.server import ServerProcess
 
@@ -32,11 +32,7 @@ SESSION_FIELDS = {
 MESSAGE_FIELDS = {"id", "sessionId", "role", "type", "summary", "data", "screenshotUrl", "hidden", "createdAt"}
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory, store_env: dict[str, str]) -> Iterator[ServerProcess]:
-    env = {"CLOUD_MAX_COST_FACTOR": "0.5", **store_env}  # on SQLite and on PostgreSQL
-    with running_server(tmp_path_factory.mktemp("api-home"), env) as process:
-        yield process
+server = server_fixture({"CLOUD_MAX_COST_FACTOR": "0.5"}, both_stores=True)  # on SQLite and on PostgreSQL
 
 
 @pytest.fixture

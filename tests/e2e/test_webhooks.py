@@ -22,9 +22,9 @@ from browser_use_sdk.v3 import BrowserUse
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.e2e.agent_support import create, get, wait_until_status
-from tests.e2e.browser_support import needs_display
 from tests.fakes.llm_server import FakeProvider
 from tests.support import loopback
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]

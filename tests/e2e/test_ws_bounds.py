@@ -22,8 +22,8 @@ import pytest
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
-from tests.e2e.browser_support import needs_display
-from tests.e2e.servers import api_client, raw_browser, running_server
+from tests.e2e.servers import api_client, raw_browser, server_fixture
+from tests.support.display import needs_display
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
@@ -35,17 +35,15 @@ ANSWER_CHARS = 512 * 1024
 ASKED = 80  # 40 MiB of answers: far more than sockets and the client's own queue absorb
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    settings = {
+server = server_fixture(
+    {
         "API_KEY": API_KEY,
         "CDP_MAX_CONNECTIONS_PER_BROWSER": str(CDP_CAP),
         "CDP_MAX_FRAME_FROM_CLIENT_MB": "1",
         "CDP_MAX_FRAME_FROM_BROWSER_MB": "1",
         "LIVE_VIEW_MAX_CONNECTIONS": "1",
     }
-    with running_server(tmp_path_factory.mktemp("bounds-home"), settings) as process:
-        yield process
+)
 
 
 @pytest.fixture

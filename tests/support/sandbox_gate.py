@@ -3,11 +3,10 @@ the CI machine (``CI`` set), where a missing sandbox would otherwise pass the se
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from openbrowse.slots.sandbox import sandbox_problem
+from tests.support.ci_gate import required
 
 __all__ = ["CI_SANDBOX_MISSING", "needs_sandbox"]
 
@@ -17,8 +16,4 @@ CI_SANDBOX_MISSING = "The sandbox is missing on the CI machine, where its suites
 def needs_sandbox() -> pytest.MarkDecorator:
     """``pytestmark`` entry: nothing when the sandbox works; else a skip, or on CI a failure naming the reason."""
     problem = sandbox_problem()
-    if problem is None:
-        return pytest.mark.skipif(False, reason="the sandbox works here")
-    if os.environ.get("CI"):
-        return pytest.mark.usefixtures("_fail_without_sandbox")
-    return pytest.mark.skip(reason=f"no sandbox here: {problem}")
+    return required(None if problem is None else f"no sandbox here: {problem}")

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,27 +15,16 @@ import psutil
 from openbrowse.slots.seam import seam_dir
 from openbrowse.slots.slot_files import scratch_root
 from tests.support import loopback
+from tests.support.ports import free_port
 from tests.support.slot_range import claim_slot_base, free_slot_base, release_slot_base
+from tests.support.waiting import wait_until
+
+__all__ = ["BROWSER_STACK", "REPO", "ServerProcess", "browser_stack_processes", "free_port", "wait_until"]
 
 REPO = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT = 60.0
+FIXTURE_HOSTS = "127.0.0.1,localhost"  # where the fixture sites, the fake provider and the webhook receivers listen
 BROWSER_STACK = ("Xvfb", "x11vnc", "websockify", "chromium", "chrome", "chrome_crashpad_handler", "socat")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def wait_until(probe: Callable[[], object], timeout: float, interval: float = 0.05, what: str = "condition") -> None:
-    """Poll ``probe()`` until it is truthy (a readiness probe, not a sleep)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if probe():
-            return
-        time.sleep(interval)
-    raise TimeoutError(f"{what} not reached within {timeout} s")
 
 
 @dataclass
@@ -94,12 +80,15 @@ class ServerProcess:
                 # Most tests count browsers at idle; the tests of warm spares turn them on. TEST_PREWARM_SLOTS=1
                 # runs a whole test file with spares (e.g. the profile tests, whose runs then start warm).
                 "PREWARM_SLOTS": os.environ.get("TEST_PREWARM_SLOTS", "0"),
-                # The fixture sites are on loopback; the tests of the public-only default say so themselves.
-                "NETWORK_POLICY": "open",
                 # SIGTERM drains for maintenance (spec §21.6): tests stop at once unless they test the drain.
                 "SHUTDOWN_GRACE_S": "0",
             }
         )
+        if "NETWORK_POLICY" not in self.env:
+            # The product's default policy (public-only), with holes for the fixture sites, which are on loopback
+            # (this service's own ports and its slots' stay refused whatever the holes say). A test that needs
+            # `open`, or public-only without these holes, sets NETWORK_POLICY (and its own holes) itself.
+            env["NETWORK_ALLOWED_HOSTS"] = FIXTURE_HOSTS
         env.update(self.env)
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(

@@ -17,17 +17,20 @@ from openbrowse.domain.browser_folders import BrowserFolders
 from openbrowse.slots.chromium import BASE_FLAGS
 from openbrowse.slots.probes import CdpVersionProbe
 from openbrowse.slots.process import ManagedProcess
-from tests.support.server import free_port
-
-CHROMIUM = Path("/usr/lib/chromium/chromium")
+from tests.support.ci_gate import skip_or_fail
+from tests.support.display import chromium_binary
+from tests.support.ports import free_port
 
 
 @pytest.fixture
 async def chromium_cdp(tmp_path: Path) -> AsyncIterator[str]:
     """``http://127.0.0.1:<port>`` of a fresh headless Chromium with one blank tab."""
+    chromium = chromium_binary()
+    if chromium is None:
+        skip_or_fail("no Chromium installed")
     port = free_port()
     argv = [
-        str(CHROMIUM),
+        str(chromium),
         "--headless",
         "--no-sandbox",
         f"--remote-debugging-port={port}",

@@ -31,6 +31,7 @@ from tests.integration.network.egress_support import (
     websocket_key,
 )
 from tests.support.asgi_thread import ThreadedServer
+from tests.support.ports import free_port
 
 
 @pytest.fixture
@@ -42,12 +43,6 @@ async def proxy() -> AsyncIterator[EgressEnforcer]:
 
 def client_for(enforcer: EgressEnforcer) -> httpx.AsyncClient:
     return httpx.AsyncClient(proxy=f"http://127.0.0.1:{enforcer.tcp_ports[0]}", trust_env=False, timeout=WITHIN)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # -- forwarding ---------------------------------------------------------------------------------------------------

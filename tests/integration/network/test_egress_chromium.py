@@ -27,10 +27,11 @@ from openbrowse.slots.chromium import BASE_FLAGS
 from openbrowse.slots.probes import CdpVersionProbe
 from openbrowse.slots.process import ManagedProcess
 from tests.support.asgi_thread import ThreadedServer
-from tests.support.server import free_port
+from tests.support.display import chromium_binary, needs_chromium
+from tests.support.ports import free_port
 
-CHROMIUM = Path("/usr/lib/chromium/chromium")
-pytestmark = pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is not installed")
+CHROMIUM = chromium_binary() or Path("chromium")
+pytestmark = needs_chromium
 
 PROBE_PAGE = """<!doctype html><html><head><title>probing</title></head><body>
 <p>allowed: <span id="allowed">pending</span></p><p>refused: <span id="refused">pending</span></p>

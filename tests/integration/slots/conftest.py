@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
-import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,28 +12,18 @@ import pytest
 
 from openbrowse.config import Settings
 from openbrowse.slots.ledger import instance_id, tagged_processes
+from tests.support.display import MISSING, needs_display
+from tests.support.ports import free_port
 from tests.support.slot_range import free_slot_base, release_slot_base
 
 CHILDREN = Path(__file__).resolve().parents[2] / "fakes" / "children"
 PYTHON = sys.executable
 
-_DISPLAY_BINARIES = ("Xvfb", "x11vnc", "websockify")
-_CHROMIUM = ("/usr/lib/chromium/chromium", "chromium", "chromium-browser", "google-chrome")
-MISSING = [name for name in _DISPLAY_BINARIES if shutil.which(name) is None]
-if not any(shutil.which(name) for name in _CHROMIUM):
-    MISSING.append("chromium")
-
-needs_display = pytest.mark.skipif(bool(MISSING), reason=f"missing binaries: {', '.join(MISSING)}")
+__all__ = ["MISSING", "free_port", "needs_display"]  # re-exported from tests.support for the older imports
 
 
 def child(name: str) -> str:
     return str(CHILDREN / name)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture

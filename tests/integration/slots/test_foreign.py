@@ -23,6 +23,7 @@ from openbrowse.slots.layout import slot_layout
 from openbrowse.slots.ledger import LEDGER_NAME, cleanup_leftovers
 from openbrowse.slots.pool import SlotPool
 from openbrowse.slots.slot import Slot
+from tests.support.ci_gate import required
 
 from .conftest import PYTHON, instance_processes
 
@@ -130,7 +131,7 @@ def _nobody_can_run_python() -> bool:
     return probe.returncode == 0
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to start a process as another user")
+@required(None if os.geteuid() == 0 else "needs root to start a process as another user")
 def test_permission_errors_never_stop_a_non_root_start_up(base_index: int) -> None:
     """Run the start-up cleanup as ``nobody`` next to a root process and a root-owned X lock it recorded."""
     if not _nobody_can_run_python():

@@ -17,8 +17,9 @@ from websockets.typing import Subprotocol
 from openbrowse.config import Settings
 from openbrowse.slots.probes import loopback_http_json
 from openbrowse.slots.slot import Slot
+from tests.support.display import needs_display
 
-from .conftest import instance_processes, needs_display, program_of
+from .conftest import instance_processes, program_of
 
 pytestmark = [pytest.mark.display, needs_display]
 

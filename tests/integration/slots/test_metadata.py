@@ -13,14 +13,16 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.ci_gate import required
+from tests.support.display import needs_display
 from tests.support.sandbox_gate import needs_sandbox
 
-from .conftest import child, needs_display
+from .conftest import child
 
 pytestmark = [
     pytest.mark.display,
     needs_display,
-    pytest.mark.skipif(shutil.which("ip") is None or shutil.which("unshare") is None, reason="needs ip and unshare"),
+    required(None if shutil.which("ip") and shutil.which("unshare") else "needs ip and unshare"),
     needs_sandbox(),
 ]
 

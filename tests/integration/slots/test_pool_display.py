@@ -18,8 +18,9 @@ from openbrowse.errors import ProcessStartError
 from openbrowse.slots.layout import slot_layout
 from openbrowse.slots.ledger import LEDGER_NAME
 from openbrowse.slots.pool import SlotPool
+from tests.support.display import needs_display
 
-from .conftest import PYTHON, child, instance_processes, needs_display
+from .conftest import PYTHON, child, instance_processes
 
 pytestmark = [pytest.mark.display, needs_display]
 

@@ -11,6 +11,7 @@ import pytest
 from openbrowse.errors import ProcessStartError
 from openbrowse.slots.probes import TcpPortProbe
 from openbrowse.slots.process import ManagedProcess
+from tests.support.waiting import wait_for_async
 
 from .conftest import PYTHON, child, free_port, open_fds
 
@@ -134,7 +135,7 @@ async def test_cancel_during_start_does_not_orphan() -> None:
             await process.wait_ready(TcpPortProbe(free_port()), within=30)
 
     task = asyncio.create_task(run())
-    await asyncio.sleep(0.3)
+    await wait_for_async(lambda: spawned, 30, what="the child to start")  # cancelled while it waits to be ready
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -17,9 +17,8 @@ from openbrowse.config import Settings
 from openbrowse.errors import ResourceLimitExceeded
 from openbrowse.slots.process import ManagedProcess
 from openbrowse.slots.slot import Slot
+from tests.support.display import needs_display
 from tests.support.sandbox_gate import needs_sandbox
-
-from .conftest import needs_display
 
 pytestmark = [
     pytest.mark.display,

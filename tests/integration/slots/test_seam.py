@@ -20,16 +20,15 @@ from openbrowse.config import Settings
 from openbrowse.slots import confinement
 from openbrowse.slots.probes import loopback_http_json
 from openbrowse.slots.process import ManagedProcess
-from openbrowse.slots.sandbox import sandbox_problem
 from openbrowse.slots.slot import Slot
+from tests.support.display import needs_display
 from tests.support.local_user import ask_as_nobody
-
-from .conftest import needs_display
+from tests.support.sandbox_gate import needs_sandbox
 
 pytestmark = [
     pytest.mark.display,
     needs_display,
-    pytest.mark.skipif(sandbox_problem() is not None, reason=f"no sandbox here: {sandbox_problem()}"),
+    needs_sandbox(),
 ]
 
 

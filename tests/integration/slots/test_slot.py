@@ -18,8 +18,9 @@ from openbrowse.errors import BrowserUnavailable, ProcessDied, ProcessStartError
 from openbrowse.slots.probes import loopback_http_json
 from openbrowse.slots.slot import Slot, SlotState
 from openbrowse.slots.slot_children import START_STAGES
+from tests.support.display import needs_display
 
-from .conftest import instance_processes, live_children, needs_display, open_fds
+from .conftest import instance_processes, live_children, open_fds
 
 pytestmark = [pytest.mark.display, needs_display]
 

@@ -22,17 +22,17 @@ from openbrowse.errors import ResourceLimitExceeded
 from openbrowse.slots.pool import SlotPool
 from openbrowse.slots.process import ManagedProcess
 from openbrowse.slots.recorder import ScreenRecorder, find_ffmpeg
-from openbrowse.slots.sandbox import sandbox_problem
 from openbrowse.slots.slot import Slot
 from openbrowse.slots.slot_disk import mount_area, unmount_area
 from openbrowse.slots.slot_files import child_environment
-
-from .conftest import needs_display
+from tests.support.ci_gate import required
+from tests.support.display import needs_display
+from tests.support.sandbox_gate import needs_sandbox
 
 pytestmark = [
     pytest.mark.display,
     needs_display,
-    pytest.mark.skipif(sandbox_problem() is not None, reason=f"no sandbox here: {sandbox_problem()}"),
+    needs_sandbox(),
 ]
 
 DISK_MB = 48
@@ -189,7 +189,7 @@ async def test_no_proxy_or_secret_variable_reaches_any_slot_process(
                 await recorder.stop()
 
 
-@pytest.mark.skipif(find_ffmpeg("ffmpeg") is None, reason="no ffmpeg here")
+@required(None if find_ffmpeg("ffmpeg") else "no ffmpeg here")
 async def test_a_recording_stops_at_the_room_its_owner_has_left(settings: Settings, base_index: int) -> None:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     output = settings.data_dir / "capped.mp4.part"
@@ -213,7 +213,7 @@ async def test_a_recording_stops_at_the_room_its_owner_has_left(settings: Settin
     assert 0 < output.stat().st_size <= 4096
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="mounting needs root")
+@required(None if os.geteuid() == 0 else "mounting needs root")
 async def test_a_pool_start_detaches_the_slot_filesystems_a_crashed_server_left(
     settings: Settings, base_index: int
 ) -> None:

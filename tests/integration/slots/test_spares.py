@@ -15,7 +15,7 @@ from openbrowse.slots.pool import PoolStats, SlotPool
 from openbrowse.slots.probes import loopback_http_json
 from openbrowse.slots.slot import Slot
 from openbrowse.slots.spares import Spare, SpareState
-from tests.integration.slots.conftest import needs_display
+from tests.support.display import needs_display
 
 pytestmark = [pytest.mark.display, needs_display]
 

@@ -10,8 +10,7 @@ from websockets.typing import Subprotocol
 
 from openbrowse.config import Settings
 from openbrowse.slots.slot import Slot
-
-from .conftest import needs_display
+from tests.support.display import needs_display
 
 pytestmark = [pytest.mark.display, needs_display]
 
