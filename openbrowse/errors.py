@@ -19,6 +19,7 @@ OpenBrowseError
 ├── BrowserUnavailable          no usable Chromium binary, or the browser could not be launched (503)
 │   ├── SandboxUnavailable      (slots.sandbox) the host refuses the sandbox and ALLOW_UNSANDBOXED is not set
 │   └── SlotBlocked             (slots.foreign) a slot's display or port belongs to another program
+├── StoreUnavailable            the database cannot be reached, at start-up or after the retries (503)
 ├── OverLimit                   a bound of the control plane is reached: the queue, the event streams (429)
 │   └── CapacityExceeded        (sessions.browser_capacity) every slot is busy and the caller would not wait
 ├── SlotUnreachable             (slots.netns) a pinned endpoint inside a slot is gone; callers retry or end
