@@ -89,6 +89,8 @@ class Figures:
     pss_script_reported: list[float] = field(default_factory=list)
     rss: list[float] = field(default_factory=list)
     sessions: int = 0
+    lost: list[str] = field(default_factory=list)
+    """Measurements a failed session cost (on a loaded machine a slot start can time out): reported, not hidden."""
 
 
 def agent_steps(request: LLMRequest) -> bool:
@@ -232,16 +234,17 @@ def side_by_side(
             loads.append(os.getloadavg()[0])
             for name, (server, fake) in alternated(list(servers.items()), iteration):
                 ours = figures[name]
-                ready_spare(server)
-                ours.warm_running.append(run_session(server, fake, client).running)
-                ours.task_wall.append(walked(site, Target(server, fake, "")))
-                first, later = script_calls(server, fake, client)
-                ours.first_script.append(first)
-                ours.later_script.append(later)
-                ours.sessions += 3
-                if name == current.name:
-                    ours.spin_stop.append(spin_stop(server, fake, client, cap))
-                    ours.sessions += 1
+                with losing(ours):
+                    ready_spare(server)
+                    ours.warm_running.append(run_session(server, fake, client).running)
+                    ours.task_wall.append(walked(site, Target(server, fake, "")))
+                    first, later = script_calls(server, fake, client)
+                    ours.first_script.append(first)
+                    ours.later_script.append(later)
+                    ours.sessions += 3
+                    if name == current.name:
+                        ours.spin_stop.append(spin_stop(server, fake, client, cap))
+                        ours.sessions += 1
         while any(f.sessions < sessions for f in figures.values()):
             for name, (server, fake) in servers.items():
                 if figures[name].sessions < sessions:
@@ -252,6 +255,15 @@ def side_by_side(
                 figures[name].rss.append(server_rss(server))
         server, fake = servers[baseline.name]
         figures[baseline.name].spin_stop.append(spin_stop(server, fake, client, cap))
+
+
+@contextlib.contextmanager
+def losing(figures: Figures) -> Iterator[None]:
+    """Record a measurement that failed (a session that did not end as scripted) and go on with the next."""
+    try:
+        yield
+    except (RuntimeError, TimeoutError) as exc:
+        figures.lost.append(str(exc).splitlines()[0][:160])
 
 
 def alternated(sides: list[T], iteration: int) -> list[T]:
@@ -266,12 +278,14 @@ def memory(trees: Sequence[Tree], figures: dict[str, Figures], iterations: int, 
             for tree in alternated(list(trees), iteration):
                 ours = figures[tree.name]
                 with serve(tree, prewarm=0) as (server, fake):
-                    measured, reported = parked_pss(server, fake, site, client, script=False)
-                    ours.pss.append(measured)
-                    ours.pss_reported.append(reported)
-                    measured, reported = parked_pss(server, fake, site, client, script=True)
-                    ours.pss_script.append(measured)
-                    ours.pss_script_reported.append(reported)
+                    with losing(ours):
+                        measured, reported = parked_pss(server, fake, site, client, script=False)
+                        ours.pss.append(measured)
+                        ours.pss_reported.append(reported)
+                    with losing(ours):
+                        measured, reported = parked_pss(server, fake, site, client, script=True)
+                        ours.pss_script.append(measured)
+                        ours.pss_script_reported.append(reported)
 
 
 def cell(values: Sequence[float], unit: str, digits: int) -> str:
@@ -372,6 +386,10 @@ def main() -> None:
     ]
     rows = rows_for(figures, (trees[0].name, trees[1].name), args.stop_cap, args.sessions)
     loads.append(os.getloadavg()[0])
+    for name in (trees[0].name, trees[1].name):
+        lost = figures[name].lost
+        if lost:
+            rows.append([f"measurements lost on {name}", str(len(lost)), "; ".join(sorted(set(lost)))[:300], "", ""])
     rows.append(["1-min load average at iteration starts", fmt(loads, "", 1), "", "", "2 CPUs; shared with other work"])
     print_table(rows, header, markdown=args.markdown)
     print(f"\n{args.iterations} iterations, {time.monotonic() - started:.0f} s")
