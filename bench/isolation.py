@@ -1,12 +1,15 @@
-"""Cost of isolation (spec §24.7): the current tree, whose slots and scripts run in a per-slot sandbox, side by side
-with the revision before the isolation work (``b71b64c``), in one run.
+"""Cost of isolation (spec §24.7): the current tree side by side with a baseline revision, in one run: by default
+``623df5f``, the tree before the sandbox's seams were closed (issue 31); ``b71b64c`` is the one before the sandbox.
 
     .venv/bin/python bench/isolation.py [--iterations 5] [--sessions 40] [--stop-cap 60] [--markdown]
-                                        [--baseline-ref b71b64c]
+                                        [--baseline-ref 623df5f]
 
-The baseline is the repository at ``--baseline-ref`` (``git archive``, ``api_load.source_tree``), served with
-``PYTHONPATH`` pointing at it; both servers are ``python -m openbrowse serve`` with the zero-latency fake model, on
-slot indexes 20 and 24 (outside the tests' 40..169). Phases:
+The baseline is the repository at ``--baseline-ref`` (``git archive``, ``api_load.source_tree``), served by an
+interpreter that imports it (``baseline_python``: the script host's ``python -I`` ignores ``PYTHONPATH``); both
+servers are ``python -m openbrowse serve`` with the zero-latency fake model, on slot ranges taken like the tests'
+(lock files), so other benchmarks and tests on the machine do not collide with them. Every phase checks what the
+server did, not only that the fake's script ended: the 4-step task and the parked session must have loaded the
+fixture site's pages, and each ``run_code_file`` call's result must carry the script's own output. Phases:
 
 1. **Side by side** (``PREWARM_SLOTS=1``, both servers up, each iteration visiting both): POST → ``running`` with
    a ready spare; the 4-step scripted task of ``api_load`` (navigate, open a product, go back, done); the first
@@ -18,9 +21,9 @@ slot indexes 20 and 24 (outside the tests' 40..169). Phases:
    capped at ``--stop-cap`` seconds, reported as "> cap" when it did not stop; the server is then killed.
 4. **PSS**, on one lone server at a time without a spare (a neighbour's Chromium would share, and so lighten, the
    pages): a keep-alive session parks on the fixture ``/jobs`` page; the PSS of all the server's descendant
-   processes (its one slot: sandbox holder, Xvfb, Chromium, helpers, forwarders) is read, then on the current tree
-   again in a second session that ran one ``run_code_file`` (its script host stays up). ``/health/details``'s
-   own figure for the slot is given alongside.
+   processes (its one slot: sandbox holder, Xvfb, Chromium, helpers) is read, then again in a second session that
+   ran one ``run_code_file`` (its script host stays up). ``/health/details``'s own figure for the slot is given
+   alongside.
 
 Figures are medians (min–max) and current/baseline ratios (median of per-iteration ratios where paired); the goals
 are shown next to them, never asserted. The load average is recorded at each iteration.
@@ -41,7 +44,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import psutil
@@ -49,6 +52,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.api_load import Target, four_step_task, source_tree
+from bench.baseline_python import baseline_python
 from bench.served import MODEL, TERMINAL, MiB, fmt, ready_spare, run_session, server_rss
 from bench.warm_spare import slot_pss
 from tests.e2e.agent_support import messages, wait_for_message
@@ -57,19 +61,19 @@ from tests.fakes.llm_script import done, navigate, run_code
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
 from tests.support.server import ServerProcess, wait_until
-from tests.support.slot_range import release_slot_base
+from tests.support.slot_range import free_slot_base, release_slot_base
 
-BASELINE_REF = "b71b64c"
+BASELINE_REF = "623df5f"
 PROBE = "print('ready')\n"
 SPIN = "while True:\n    pass\n"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class Tree:
     name: str
-    slot_base: int
-    source: Path | None = None
-    """The baseline's source directory (``PYTHONPATH``); None for the working tree."""
+    python: str = sys.executable
+    """The interpreter that serves it (the baseline's imports the baseline tree)."""
 
 
 @dataclass
@@ -85,6 +89,8 @@ class Figures:
     pss_script_reported: list[float] = field(default_factory=list)
     rss: list[float] = field(default_factory=list)
     sessions: int = 0
+    lost: list[str] = field(default_factory=list)
+    """Measurements a failed session cost (on a loaded machine a slot start can time out): reported, not hidden."""
 
 
 def agent_steps(request: LLMRequest) -> bool:
@@ -96,10 +102,8 @@ def serve(tree: Tree, prewarm: int) -> Iterator[tuple[ServerProcess, FakeProvide
     """``served.served`` for a given tree and slot range (``served`` takes a range from the tests' own)."""
     home = Path(tempfile.mkdtemp(prefix=f"openbrowse-isolation-{tree.name}-"))
     env = {"MAX_CONCURRENT_SESSIONS": "2", "PREWARM_SLOTS": str(prewarm), "NETWORK_POLICY": "open"}
-    if tree.source is not None:
-        env["PYTHONPATH"] = str(tree.source)
     with FakeProvider() as fake:
-        server = ServerProcess(home=home, env={**fake.env(), **env}, slot_base=tree.slot_base)
+        server = ServerProcess(home=home, env={**fake.env(), **env}, slot_base=free_slot_base(4), python=tree.python)
         try:
             server.start()
             yield server, fake
@@ -141,6 +145,16 @@ def moment(message: dict[str, Any]) -> float:
     return datetime.fromisoformat(message["createdAt"]).timestamp()
 
 
+def walked(site: FixtureSites, target: Target) -> float:
+    """The 4-step task's wall time, once the shop served what it visits (a product page, the shop twice)."""
+    before = len(site.state.hits)
+    wall = four_step_task(target, site)
+    paths = [path for _, path in site.state.hits[before:]]
+    if paths.count("/") < 2 or not any(path.startswith("/product/") for path in paths):
+        raise RuntimeError(f"the 4-step task did not visit the shop: {paths}")
+    return wall
+
+
 def script_calls(server: ServerProcess, fake: FakeProvider, client: httpx.Client) -> tuple[float, float]:
     """Seconds from ``Running <name>.py`` to the model request with its result: the first call, then a second."""
     marker = f"CODE-{uuid.uuid4().hex[:8]}"
@@ -152,8 +166,9 @@ def script_calls(server: ServerProcess, fake: FakeProvider, client: httpx.Client
         raise RuntimeError(f"script session failed: {row.get('lastStepSummary')}\n{server.log()[-3000:]}")
     started = {m["summary"]: moment(m) for m in messages(server, session_id) if m["summary"].startswith("Running ")}
     requests = [r for r in fake.requests_matching(marker) if r.is_agent_step]
-    if "Ran scripts/first.py." not in requests[1].text or "ready" not in requests[1].text:
-        raise RuntimeError(f"the first script did not run: {row.get('lastStepSummary')}\n{server.log()[-3000:]}")
+    for index, name in ((1, "first"), (2, "again")):
+        if f"Ran scripts/{name}.py.\nOutput:\nready\n" not in requests[index].text:
+            raise RuntimeError(f"the script {name} did not run:\n{requests[index].text[-1500:]}")
     return requests[1].timestamp - started["Running first.py"], requests[2].timestamp - started["Running again.py"]
 
 
@@ -189,8 +204,11 @@ def parked_pss(
     marker = f"PSS-{uuid.uuid4().hex[:8]}"
     steps = [navigate(f"{site.url}/jobs"), *([run_code("probe", PROBE)] if script else []), done("Opened the page.")]
     fake.script(marker, steps, when=agent_steps)
+    before = len(site.state.hits)
     session_id = create(server, client, f"{marker} Open the jobs page.", keepAlive=True)
     row = wait_ended(server, client, session_id)
+    if "/jobs" not in [path for _, path in site.state.hits[before:]]:
+        raise RuntimeError(f"the parked session never loaded /jobs: {row.get('lastStepSummary')}")
     if not row.get("isTaskSuccessful"):
         raise RuntimeError(f"parked session failed: {row.get('lastStepSummary')}\n{server.log()[-3000:]}")
     time.sleep(1.0)  # the page settles (its iframe loaded, the renderer idle), as in bench/warm_spare.py
@@ -212,20 +230,21 @@ def side_by_side(
         for name, (server, fake) in servers.items():
             run_session(server, fake, client)  # warm-up: browser-use imported, one browser started and closed
             figures[name].sessions += 1
-        for _ in range(iterations):
+        for iteration in range(iterations):
             loads.append(os.getloadavg()[0])
-            for name, (server, fake) in servers.items():
+            for name, (server, fake) in alternated(list(servers.items()), iteration):
                 ours = figures[name]
-                ready_spare(server)
-                ours.warm_running.append(run_session(server, fake, client).running)
-                ours.task_wall.append(four_step_task(Target(server, fake, ""), site))
-                first, later = script_calls(server, fake, client)
-                ours.first_script.append(first)
-                ours.later_script.append(later)
-                ours.sessions += 3
-                if name == current.name:
-                    ours.spin_stop.append(spin_stop(server, fake, client, cap))
-                    ours.sessions += 1
+                with losing(ours):
+                    ready_spare(server)
+                    ours.warm_running.append(run_session(server, fake, client).running)
+                    ours.task_wall.append(walked(site, Target(server, fake, "")))
+                    first, later = script_calls(server, fake, client)
+                    ours.first_script.append(first)
+                    ours.later_script.append(later)
+                    ours.sessions += 3
+                    if name == current.name:
+                        ours.spin_stop.append(spin_stop(server, fake, client, cap))
+                        ours.sessions += 1
         while any(f.sessions < sessions for f in figures.values()):
             for name, (server, fake) in servers.items():
                 if figures[name].sessions < sessions:
@@ -238,18 +257,32 @@ def side_by_side(
         figures[baseline.name].spin_stop.append(spin_stop(server, fake, client, cap))
 
 
+@contextlib.contextmanager
+def losing(figures: Figures) -> Iterator[None]:
+    """Record a measurement that failed (a session that did not end as scripted) and go on with the next."""
+    try:
+        yield
+    except (RuntimeError, TimeoutError) as exc:
+        figures.lost.append(str(exc).splitlines()[0][:160])
+
+
+def alternated(sides: list[T], iteration: int) -> list[T]:
+    """Both sides, the current one first on even iterations and last on odd ones (neither always runs warmer)."""
+    return sides if iteration % 2 == 0 else sides[::-1]
+
+
 def memory(trees: Sequence[Tree], figures: dict[str, Figures], iterations: int, loads: list[float]) -> None:
-    current = trees[0]
     with FixtureSites() as site, httpx.Client(timeout=60) as client:
-        for _ in range(iterations):
+        for iteration in range(iterations):
             loads.append(os.getloadavg()[0])
-            for tree in trees:
+            for tree in alternated(list(trees), iteration):
                 ours = figures[tree.name]
                 with serve(tree, prewarm=0) as (server, fake):
-                    measured, reported = parked_pss(server, fake, site, client, script=False)
-                    ours.pss.append(measured)
-                    ours.pss_reported.append(reported)
-                    if tree.name == current.name:
+                    with losing(ours):
+                        measured, reported = parked_pss(server, fake, site, client, script=False)
+                        ours.pss.append(measured)
+                        ours.pss_reported.append(reported)
+                    with losing(ours):
                         measured, reported = parked_pss(server, fake, site, client, script=True)
                         ours.pss_script.append(measured)
                         ours.pss_script_reported.append(reported)
@@ -292,7 +325,7 @@ def rows_for(figures: dict[str, Figures], names: tuple[str, str], cap: float, se
         [
             "script host start-up (first − second call)",
             cell([a - b for a, b in zip(now.first_script, now.later_script, strict=True)], "s", 2),
-            "in-process",
+            cell([a - b for a, b in zip(then.first_script, then.later_script, strict=True)], "s", 2),
             "—",
             "",
         ],
@@ -305,13 +338,8 @@ def rows_for(figures: dict[str, Figures], names: tuple[str, str], cap: float, se
         ],
         compared("PSS of a parked session, no script", "pss", "MiB", 0, "≤ 450 MiB; all the server's descendants"),
         compared("… as /health/details reports the slot", "pss_reported", "MiB", 0, "the product's own figure"),
-        [
-            "PSS of a parked session, with a script host",
-            cell(now.pss_script, "MiB", 0),
-            "in-process",
-            "—",
-            f"≤ 500 MiB; /health/details: {cell(now.pss_script_reported, 'MiB', 0)}",
-        ],
+        compared("PSS of a parked session, with a script host", "pss_script", "MiB", 0, "≤ 500 MiB"),
+        compared("… as /health/details reports the slot", "pss_script_reported", "MiB", 0, "the product's own figure"),
         [
             f"server RSS after {sessions} sessions" if sessions else "server RSS after many sessions",
             cell(now.rss, "MiB", 0) if sessions else "skipped (--sessions 0)",
@@ -344,8 +372,8 @@ def main() -> None:
     args = parser.parse_args()
     started = time.monotonic()
     loads: list[float] = []
-    with source_tree(args.baseline_ref) as source:
-        trees = (Tree("current", 20), Tree(args.baseline_ref, 24, source))
+    with source_tree(args.baseline_ref) as source, baseline_python(source) as python:
+        trees = (Tree("current"), Tree(args.baseline_ref, python))
         figures = {tree.name: Figures() for tree in trees}
         side_by_side(trees, figures, args.iterations, args.sessions, args.stop_cap, loads)
         memory(trees, figures, args.iterations, loads)
@@ -358,6 +386,10 @@ def main() -> None:
     ]
     rows = rows_for(figures, (trees[0].name, trees[1].name), args.stop_cap, args.sessions)
     loads.append(os.getloadavg()[0])
+    for name in (trees[0].name, trees[1].name):
+        lost = figures[name].lost
+        if lost:
+            rows.append([f"measurements lost on {name}", str(len(lost)), "; ".join(sorted(set(lost)))[:300], "", ""])
     rows.append(["1-min load average at iteration starts", fmt(loads, "", 1), "", "", "2 CPUs; shared with other work"])
     print_table(rows, header, markdown=args.markdown)
     print(f"\n{args.iterations} iterations, {time.monotonic() - started:.0f} s")

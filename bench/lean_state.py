@@ -15,7 +15,8 @@ Measured per agent request as the fake received it:
 * **whole request**: the full request body (system prompt, history and tools included), for context.
 
 Lean steps are the requests whose state carries the CODE MODE note; full steps are the others. Reported:
-medians over all iterations and the lean / full ratio (goal: at most 0.1 for the state message).
+medians over all iterations and the lean / full ratio (goal: at most 0.1 for the state message). A run counts only
+once the shop served the product page the click opens (not only because the fake's script reached ``done``).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from tests.fakes.llm_request import LLMRequest, find_index  # noqa: E402
 from tests.fakes.llm_script import agent_step, done  # noqa: E402
 from tests.fakes.llm_server import FakeProvider  # noqa: E402
 from tests.fakes.site import FixtureSites  # noqa: E402
+from tests.support.slot_range import free_slot_base, release_slot_base  # noqa: E402
 
 MODEL = "claude-sonnet-5"
 
@@ -102,6 +104,7 @@ async def run_once(
 ) -> None:
     marker = f"LEAN-{n}"
     fake.script(marker, walk(), when=lambda r: r.is_agent_step)
+    since = len(site.state.hits)
     sessions, feed = SessionRepo(db), FeedRepo(db)
     now = datetime.now(UTC)
     task = f"{marker} Open {site.url}/ and open the Blue Widget."
@@ -116,6 +119,8 @@ async def run_once(
         outcome = await engine.run_turn(task)
         await engine.close()
     assert outcome.is_task_successful, outcome.summary
+    if "/product/blue" not in {path for _, path in site.state.hits[since:]}:
+        raise RuntimeError("the click on the noted index never opened the Blue Widget's page")
     measure(fake, marker, sizes)
 
 
@@ -140,14 +145,18 @@ async def main() -> None:
     args = parser.parse_args()
     sizes = Sizes()
     with FixtureSites() as site, FakeProvider() as fake:
+        base = free_slot_base(2)  # locked like the tests' ranges, so nothing else on the machine takes it meanwhile
         settings = Settings(
             OPENBROWSE_HOME=SCRATCH, ANTHROPIC_API_KEY="fake", ANTHROPIC_BASE_URL=fake.anthropic_base_url,
-            SLOT_BASE_INDEX=160,
+            SLOT_BASE_INDEX=base,
             NETWORK_POLICY="open",  # the fixture shop is on loopback, which the default policy refuses
         )  # fmt: skip
-        async with Database(settings.db_path) as db, SlotPool(settings, base_index=160, size=1) as pool:
-            for n in range(args.iterations):
-                await run_once(pool, fake, site, settings, db, n, sizes)
+        try:
+            async with Database(settings.db_path) as db, SlotPool(settings, base_index=base, size=1) as pool:
+                for n in range(args.iterations):
+                    await run_once(pool, fake, site, settings, db, n, sizes)
+        finally:
+            release_slot_base(base)
     report(sizes, args.markdown)
 
 

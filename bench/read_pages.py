@@ -1,6 +1,6 @@
 """read_pages against visiting the same pages one by one, both in one run of a real server.
 
-    .venv/bin/python bench/read_pages.py [--pages 48] [--latency 0] [--iterations 1] [--no-floor] [--markdown]
+    .venv/bin/python bench/read_pages.py [--pages 48] [--latency 0] [--iterations 1] [--markdown]
 
 A real ``openbrowse serve`` subprocess (one display slot, real Xvfb + Chromium) reads a local catalog of item
 pages with JSON-LD, answered by the fake provider with zero latency (OpenAI Responses API, ``gpt-5.6-terra``):
@@ -16,10 +16,8 @@ the same server, taking turns going first (the server's first session meets a co
 ratio is one-by-one / read_pages. The fake model answers instantly, so a real model's
 latency (seconds per step) would widen the gap in read_pages' favour.
 
-After the two sides, each iteration reads the same pages by bare CDP (``bench/read_floor.py``: no browser-use, no
-server, the slot's Chromium command line), once in foreground tabs and once in hidden ones: read_pages' waves
-(their own seconds, from its ``read`` events) are set against that floor, and the speed-up the reading phase
-would reach if the waves took the floor's time is derived from the measured rest of the phase.
+(A bare-CDP "floor" used to run after the two sides; its Chromium ran as root with ``--no-sandbox`` and no egress
+proxy, unlike a slot's, so it was removed (issue 33).)
 """
 
 from __future__ import annotations
@@ -37,7 +35,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.read_floor import measure_floor
 from tests.e2e.agent_support import create, data_of, messages, token, wait_until_status
 from tests.fakes.llm_request import LLMRequest
 from tests.fakes.llm_script import agent_step, done, navigate, structured
@@ -67,11 +64,6 @@ def reading_phase(rows: list[dict[str, Any]]) -> float:
     return timestamp(reading[-1]) - timestamp(reading[0])
 
 
-def waves_time(server: ServerProcess, session_id: str) -> float:
-    """The seconds read_pages spent in its waves, as its own ``read`` events report them."""
-    return sum(float(data_of(m).get("seconds", 0.0)) for m in messages(server, session_id) if m["type"] == "event")
-
-
 def run_side(
     server: ServerProcess, fake: FakeProvider, site: FixtureSites, script: list[Any], latency: float
 ) -> dict[str, Any]:
@@ -93,15 +85,9 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.0, help="seconds the fake model takes per agent step")
     parser.add_argument("--markdown", action="store_true")
     parser.add_argument("--iterations", type=int, default=1, help="repeat the comparison; the figures are summarised")
-    parser.add_argument(
-        "--floor",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="also read the pages by bare CDP (bench/read_floor.py): the floor of any reader using foreground tabs",
-    )
     args = parser.parse_args()
     runs = [
-        compare(args.pages, args.latency, show=not args.markdown, single_first=bool(n % 2), floor=args.floor)
+        compare(args.pages, args.latency, show=not args.markdown, single_first=bool(n % 2))
         for n in range(max(1, args.iterations))
     ]
     if args.markdown or len(runs) > 1:
@@ -136,32 +122,10 @@ def summarise(runs: list[dict[str, Any]], pages: int, latency: float) -> None:
         )
         + " |",
     ]
-    if "floor" in runs[0]:
-        lines += floor_lines(runs)
     sys.stdout.write("\n".join(lines) + "\n")
 
 
-def floor_lines(runs: list[dict[str, Any]]) -> list[str]:
-    """The bare-CDP floor next to read_pages' own waves, and the speed-up the phase would reach at that floor
-    (read_pages' other costs, find_links and the two agent steps, as measured)."""
-
-    def at(run: dict[str, Any], reading: float) -> float:
-        fixed = run["batched"]["phase"] - run["batched"]["waves"]
-        return float(run["single"]["phase"] / (fixed + reading))
-
-    return [
-        f"| read_pages: its waves (s) | {spread([r['batched']['waves'] for r in runs], 2)} |",
-        f"| bare-CDP floor, foreground tabs (s) | {spread([r['floor'].wall for r in runs], 2)} |",
-        f"| bare-CDP floor, Chromium CPU (s) | {spread([r['floor'].cpu for r in runs], 2)} |",
-        f"| bare-CDP, hidden tabs (not allowed by §11.2) (s) | {spread([r['hidden'].wall for r in runs], 2)} |",
-        f"| speed-up if read_pages' waves took the floor | {spread([at(r, r['floor'].wall) for r in runs])}x |",
-        f"| speed-up if they took the hidden-tab time | {spread([at(r, r['hidden'].wall) for r in runs])}x |",
-    ]
-
-
-def compare(
-    pages: int, latency: float, *, show: bool = True, single_first: bool = False, floor: bool = False
-) -> dict[str, Any]:
+def compare(pages: int, latency: float, *, show: bool = True, single_first: bool = False) -> dict[str, Any]:
     """One side-by-side run: print its table (``show``) and return both sides' figures and the speed-up."""
     load = os.getloadavg()[0]
     with (
@@ -183,7 +147,6 @@ def compare(
                 side = run_side(server, fake, site, script, latency)
                 read = json.loads((Path(home) / "data" / "sessions" / side["id"] / "pages.json").read_text())
                 side["read"] = sum(1 for page in read if page["jsonld"])
-                side["waves"] = waves_time(server, side["id"])
                 return side
 
             def single_side() -> dict[str, Any]:
@@ -203,11 +166,6 @@ def compare(
                 single = single_side()
         finally:
             server.stop()
-        extra = (
-            {"floor": measure_floor(site, pages), "hidden": measure_floor(site, pages, foreground=False)}
-            if floor
-            else {}
-        )
     ratio = single["phase"] / batched["phase"]
     lines = [
         "| side | reading phase (s) | session wall (s) | steps | pages read |",
@@ -220,7 +178,7 @@ def compare(
     ]
     if show:
         sys.stdout.write("\n".join(lines) + "\n")
-    return {"batched": batched, "single": single, "ratio": ratio, "load": load, **extra}
+    return {"batched": batched, "single": single, "ratio": ratio, "load": load}
 
 
 if __name__ == "__main__":

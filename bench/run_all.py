@@ -2,9 +2,11 @@
 
     .venv/bin/python bench/run_all.py [--iterations 5] [--only api_load ...]
 
-Each benchmark runs with ``--iterations`` (at least 5) and ``--markdown``; its table replaces the block between
-``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->`` in the "Latest run" section (added when missing), under a
-line naming the machine, the date and the load average. The hand-written method sections stay as they are.
+This is the only writer of the "Latest run" section. Each benchmark runs with ``--iterations`` (at least 5) and
+``--markdown``; its table replaces the block between ``<!-- bench:NAME -->`` and ``<!-- /bench:NAME -->`` (added
+when missing), under a line giving that block's own start and end (UTC) and the 1-, 5- and 15-minute load averages
+at both: an ``--only`` rerun replaces its blocks alone and says when it ran, so a block never carries another
+run's date. The machine block names the machine only. The hand-written method sections stay as they are.
 """
 
 from __future__ import annotations
@@ -26,17 +28,16 @@ DOC = ROOT / "docs" / "benchmarks.md"
 LATEST = "## Latest run (`make bench`)"
 BENCHMARKS = {
     "machine": "Machine",
-    "slot_start": "Slot start (bare floor: Chromium and the 4-process stack)",
+    "slot_start": "Slot start and stop, and a slot's memory",
     "step_overhead": "Step overhead (against stock browser-use)",
     "lean_state": "Lean state",
     "read_pages": "read_pages against visiting pages one by one",
     "reviewer": "Reviewer overhead",
     "session_start": "Session start: the first session after a start and later ones (against the original)",
     "api_load": "API under load and event-loop lag (against the original)",
-    "server_memory": "Server memory after many sessions (against the original)",
+    "server_memory": "Server memory after many sessions (against 623df5f, same run)",
     "warm_spare": "Warm spare against a cold start; boot → /health; slot PSS with and without a viewer",
-    "chromium_flags": "Chromium flags against memory (against the slot's flags, same run)",
-    "isolation": "Cost of isolation (against b71b64c)",
+    "isolation": "Cost of isolation (against 623df5f, same run)",
     "burst": "A burst of 2,000 creates against a one-slot server: /health and the dashboard meanwhile",
     "control": "Control API (snapshot, act click, a 20-action batch) against bare Playwright on the same browser",
     "browser_lifecycle": "Raw-browser lifecycle: create, connect, goto, release (BrowserArena style)",
@@ -50,16 +51,19 @@ PLACEHOLDERS: dict[str, str] = {}
 
 
 def machine() -> str:
-    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     memory = psutil.virtual_memory().total / 1024**3
     return (
-        f"{platform.platform()}, {psutil.cpu_count()} CPUs, {memory:.1f} GiB RAM, Python {platform.python_version()}; "
-        f"load average at the start: {load}"
+        f"{platform.platform()}, {psutil.cpu_count()} CPUs, {memory:.1f} GiB RAM, Python {platform.python_version()}. "
+        "Written by `make bench` only; each block below says when it ran and how loaded the machine was."
     )
 
 
+def load() -> str:
+    return "/".join(f"{value:.1f}" for value in os.getloadavg())
+
+
 def run(name: str, iterations: int) -> str:
-    started = time.monotonic()
+    started, start_load, started_at = time.monotonic(), load(), datetime.now(UTC)
     result = subprocess.run(
         [sys.executable, str(ROOT / "bench" / f"{name}.py"), "--iterations", str(iterations), "--markdown"],
         cwd=ROOT,
@@ -68,10 +72,14 @@ def run(name: str, iterations: int) -> str:
         check=False,
     )
     seconds = time.monotonic() - started
+    stamp = (
+        f"Run {started_at:%Y-%m-%d %H:%M}–{datetime.now(UTC):%H:%M} UTC ({seconds:.0f} s, {iterations} iterations); "
+        f"load average (1/5/15 min) {start_load} at the start, {load()} at the end, on {psutil.cpu_count()} CPUs."
+    )
     if result.returncode != 0:
-        return f"Failed (exit {result.returncode}):\n\n```\n{result.stderr[-2000:]}\n```"
+        return f"{stamp}\n\nFailed (exit {result.returncode}):\n\n```\n{result.stderr[-2000:]}\n```"
     table = "\n".join(line for line in result.stdout.splitlines() if line.startswith("|") or not line.strip())
-    return f"{table.strip()}\n\n({iterations} iterations, {seconds:.0f} s)"
+    return f"{stamp}\n\n{table.strip()}"
 
 
 def replace_block(text: str, name: str, body: str) -> str:
@@ -92,8 +100,7 @@ def main() -> None:
     args = parser.parse_args()
     iterations = max(5, args.iterations)
     text = DOC.read_text(encoding="utf-8")
-    stamp = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC on {machine()}"
-    text = replace_block(text, "machine", stamp)
+    text = replace_block(text, "machine", machine())
     for name in [n for n in args.only if n != "machine"]:
         print(f"running bench/{name}.py ...", flush=True)
         text = replace_block(text, name, run(name, iterations))

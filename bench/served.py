@@ -42,11 +42,16 @@ class SessionTimes:
 
 
 @contextlib.contextmanager
-def served(env: dict[str, str] | None = None) -> Iterator[tuple[ServerProcess, FakeProvider]]:
+def served(
+    env: dict[str, str] | None = None, python: str = sys.executable
+) -> Iterator[tuple[ServerProcess, FakeProvider]]:
+    """A server (of the tree ``python`` imports) with the fake provider; stopped and its home removed on exit."""
     home = Path(tempfile.mkdtemp(prefix="openbrowse-bench-"))
     with FakeProvider() as fake:
         server = ServerProcess(
-            home=home, env={**fake.env(), "MAX_CONCURRENT_SESSIONS": "2", "PREWARM_SLOTS": "1", **(env or {})}
+            home=home,
+            env={**fake.env(), "MAX_CONCURRENT_SESSIONS": "2", "PREWARM_SLOTS": "1", **(env or {})},
+            python=python,
         )
         try:
             server.start()

@@ -13,7 +13,9 @@ answered by the fake provider with zero latency over HTTP (Anthropic Messages AP
 
 Reported per side: wall time per step (turn time divided by steps; ours starts counting after its goal
 pre-flight, which runs while the browser starts), browser-use's own step duration, and bytes sent to the model
-per agent step (request bodies as received by the fake). Ratios are ours / stock. Iterations alternate sides.
+per agent step (request bodies as received by the fake). Ratios are ours / stock. Iterations alternate which side
+goes first. A run counts only once the shop served its three product pages to that side (not only because the
+fake's script reached ``done``).
 """
 
 from __future__ import annotations
@@ -52,8 +54,17 @@ from openbrowse.store.sessions import SessionRepo  # noqa: E402
 from tests.fakes.llm_script import click_on, done, navigate  # noqa: E402
 from tests.fakes.llm_server import FakeProvider  # noqa: E402
 from tests.fakes.site import FixtureSites  # noqa: E402
+from tests.support.slot_range import free_slot_base, release_slot_base  # noqa: E402
 
 MODEL = "claude-sonnet-5"
+PRODUCT_PAGES = {"/product/blue", "/product/red", "/product/green"}
+
+
+def check_walked(site: FixtureSites, since: int, side: str) -> None:
+    """Raise unless the shop served the walk's three product pages since its hit ``since``."""
+    served = {path for _, path in site.state.hits[since:]}
+    if not PRODUCT_PAGES.issubset(served):
+        raise RuntimeError(f"{side}: the shop never served {sorted(PRODUCT_PAGES - served)}")
 
 
 def walk(site: str, *, cards: bool) -> list[Any]:
@@ -90,6 +101,7 @@ def bytes_per_agent_step(fake: FakeProvider, marker: str) -> float:
 async def run_stock(pool: SlotPool, fake: FakeProvider, site: FixtureSites, scratch: Path, n: int) -> Sample:
     marker = f"STOCK-{n}"
     fake.script(marker, walk(site.url, cards=False), when=lambda r: r.is_agent_step)
+    since = len(site.state.hits)
     async with pool.acquire(marker) as lease:
         slot = await lease.start_browser()
         browser = BrowserSession(
@@ -110,6 +122,7 @@ async def run_stock(pool: SlotPool, fake: FakeProvider, site: FixtureSites, scra
         history = await agent.run(max_steps=20)
         elapsed = time.perf_counter() - started
         await browser.kill()
+    check_walked(site, since, "stock browser-use")
     # Count agent steps only: browser-use records its initial navigation (step 0) as a history item too,
     # and the product's stepCount does not count it either.
     agent_items = [h for h in history.history if h.metadata and h.metadata.step_number >= 1]
@@ -123,6 +136,7 @@ async def run_ours(
 ) -> Sample:
     marker = f"OURS-{n}"
     fake.script(marker, walk(site.url, cards=True), when=lambda r: r.is_agent_step)
+    since = len(site.state.hits)
     sessions, feed = SessionRepo(db), FeedRepo(db)
     now = datetime.now(UTC)
     task = f"{marker} Visit three products on {site.url}/ and finish."
@@ -139,6 +153,7 @@ async def run_ours(
         elapsed = time.perf_counter() - started
         await engine.close()
     assert outcome.is_task_successful, outcome.summary
+    check_walked(site, since, "ours")
     stored = await sessions.get(record.id)
     steps = stored.step_count
     rows = [m for m in await feed.all(record.id) if m.type in {"browser_action", "result"}]
@@ -171,16 +186,23 @@ async def main() -> None:
     args = parser.parse_args()
     with FixtureSites() as site, FakeProvider() as fake:
         scratch = SCRATCH
+        base = free_slot_base(2)  # locked like the tests' ranges, so nothing else on the machine takes it meanwhile
         settings = Settings(
             OPENBROWSE_HOME=scratch, ANTHROPIC_API_KEY="fake", ANTHROPIC_BASE_URL=fake.anthropic_base_url,
-            SLOT_BASE_INDEX=150,
+            SLOT_BASE_INDEX=base,
             NETWORK_POLICY="open",  # the fixture shop is on loopback, which the default policy refuses
         )  # fmt: skip
         results = Results()
-        async with Database(settings.db_path) as db, SlotPool(settings, base_index=150, size=1) as pool:
-            for n in range(args.iterations):
-                results.stock.append(await run_stock(pool, fake, site, scratch, n))
-                results.ours.append(await run_ours(pool, fake, site, settings, db, n))
+        try:
+            async with Database(settings.db_path) as db, SlotPool(settings, base_index=base, size=1) as pool:
+                for n in range(args.iterations):
+                    if n % 2 == 0:
+                        results.stock.append(await run_stock(pool, fake, site, scratch, n))
+                    results.ours.append(await run_ours(pool, fake, site, settings, db, n))
+                    if n % 2 == 1:
+                        results.stock.append(await run_stock(pool, fake, site, scratch, n))
+        finally:
+            release_slot_base(base)
     report(results, args.markdown)
 
 

@@ -1,10 +1,12 @@
 """What the WebSocket bridges may hold: connections per target, and the frames on their way to a client.
 
 A CDP token holder could otherwise open any number of sockets to one browser and have Chromium answer each with
-frames the server buffers for a client that never reads. Three bounds close that:
+frames the server buffers for a client that never reads. Four bounds close that:
 
 * **connections**: at most ``cap`` bridges per target (a raw browser's CDP, a live view); one more is refused
   before its handshake with a 429 that names the setting;
+* **descriptors**: every bridge takes its share of the process's descriptor budget, over it the handshake is
+  refused 503 (:mod:`openbrowse.api.bridge_admission`);
 * **frame size**: each direction has its own ceiling (``ws_bridge.bridge``), over it the connection closes 1009;
 * **backpressure**: the bridge takes the next frame from one side only once the other side accepted the last one,
   and the upstream connection queues at most ``UPSTREAM_QUEUE_FRAMES`` before it stops reading its socket. What a
@@ -24,6 +26,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 from starlette.requests import HTTPConnection
 from websockets.asyncio.client import ClientConnection
+
+from openbrowse.network.fd_budget import FD_BUDGET, FdBudget
 
 __all__ = ["UPSTREAM_QUEUE_FRAMES", "BridgeBoard", "BridgeFlow", "BridgeKind", "board_of", "too_many"]
 
@@ -57,6 +61,8 @@ class BridgeFlow:
 class BridgeBoard:
     """The open bridges of one app: connection counts per target, and each bridge's flow (for ``/metrics``)."""
 
+    budget: FdBudget = FD_BUDGET
+    """The descriptor budget the bridges take their sockets from (the process's one)."""
     _open: Counter[tuple[BridgeKind, str]] = field(default_factory=Counter)
     _flows: set[BridgeFlow] = field(default_factory=set)
 

@@ -28,7 +28,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from openbrowse.network.fd_budget import FD_BUDGET, FdBudget
+from openbrowse.network.fd_budget import FD_BUDGET, GATE_FDS, FdBudget
 from openbrowse.slots.netns import SlotNetwork, SlotUnreachable
 from openbrowse.slots.splice_pump import SocketPair, pump
 from openbrowse.slots.tcp_peer import loopback_peer_uid
@@ -37,8 +37,6 @@ __all__ = ["GATE_FDS", "HeadVerdict", "LoopbackGate"]
 
 logger = logging.getLogger(__name__)
 
-GATE_FDS = 6
-"""Descriptors one gate connection holds: the client, the upstream, and a pipe per direction."""
 HEAD_TIMEOUT = 10.0
 MAX_HEAD = 16 * 1024
 MAX_ONE_SHOT_BODY = 8 * 1024 * 1024

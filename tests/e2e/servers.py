@@ -30,23 +30,32 @@ if TYPE_CHECKING:
     from tests.fakes.llm_server import FakeProvider
 
 
-def start_isolated_server(home: Path, env: Mapping[str, str] | None = None, *, slots: int = 1) -> ServerProcess:
+def start_isolated_server(
+    home: Path, env: Mapping[str, str] | None = None, *, slots: int = 1, open_files: int | None = None
+) -> ServerProcess:
     """A server with settings ``env`` on ``slots`` display slots of its own. With an ``API_KEY`` it trusts 127.0.0.1
     as a proxy, so the addresses of ``browser_support.forwarded_for`` count (a keyless server counts no failures,
-    and may not name a proxy: ``FORWARDED_ALLOW_IPS`` requires the key)."""
+    and may not name a proxy: ``FORWARDED_ALLOW_IPS`` requires the key). ``open_files``: its soft limit of open
+    files."""
     proxy = {"FORWARDED_ALLOW_IPS": "127.0.0.1"} if env and "API_KEY" in env else {}
     settings = {"MAX_CONCURRENT_SESSIONS": str(slots), **proxy, **(env or {})}
     # one index more: the shared browser of the MCP tools takes the slot after the sessions' (spec §23.3)
-    return ServerProcess(home=home, env=settings, slot_base=free_slot_base(slots + 1)).start()
+    slot_base = free_slot_base(slots + 1)
+    return ServerProcess(home=home, env=settings, slot_base=slot_base, open_files=open_files).start()
 
 
 @contextmanager
 def running_server(
-    home: Path, env: Mapping[str, str] | None = None, *, slots: int = 1, check_temp: bool = False
+    home: Path,
+    env: Mapping[str, str] | None = None,
+    *,
+    slots: int = 1,
+    check_temp: bool = False,
+    open_files: int | None = None,
 ) -> Iterator[ServerProcess]:
     """:func:`start_isolated_server`, stopped on exit; then none of its processes (and, with ``check_temp``, none of
     its temporary files) may be left."""
-    process = start_isolated_server(home, env, slots=slots)
+    process = start_isolated_server(home, env, slots=slots, open_files=open_files)
     try:
         yield process
     finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -37,6 +38,10 @@ class ServerProcess:
     process: subprocess.Popen[bytes] | None = None
     seen_children: set[int] = field(default_factory=set)
     slot_base: int = field(default_factory=lambda: free_slot_base(4))
+    python: str = sys.executable
+    """The interpreter that serves (a benchmark's baseline has its own)."""
+    open_files: int | None = None
+    """The server's soft ``RLIMIT_NOFILE`` (None: this process's), for tests of its descriptor budget."""
 
     @property
     def base_url(self) -> str:
@@ -92,16 +97,26 @@ class ServerProcess:
         env.update(self.env)
         log = self.log_path.open("ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "openbrowse", "serve", "--port", str(self.port)],
+            [self.python, "-m", "openbrowse", "serve", "--port", str(self.port)],
             cwd=self.home,
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=None if self.open_files is None else self._limit_open_files,
         )
         log.close()
         wait_until(self._ready, STARTUP_TIMEOUT, what=f"server on port {self.port}")
         return self
+
+    def _limit_open_files(self) -> None:
+        assert self.open_files is not None
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+    def open_fds(self) -> int:
+        """How many descriptors the server process holds now."""
+        assert self.process is not None
+        return len(os.listdir(f"/proc/{self.process.pid}/fd"))
 
     def _ready(self) -> bool:
         assert self.process is not None

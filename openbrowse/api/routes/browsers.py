@@ -27,9 +27,9 @@ from fastapi import APIRouter, Query, Request, WebSocket
 from fastapi.responses import JSONResponse, Response
 from starlette.requests import HTTPConnection
 
-from openbrowse.api.auth import AuthFailed, AuthThrottled
 from openbrowse.api.body import parse_body
-from openbrowse.api.bridge_limits import board_of, too_many
+from openbrowse.api.bridge_admission import admitted_bridge
+from openbrowse.api.bridge_limits import BridgeFlow
 from openbrowse.api.browser_schemas import (
     BrowserListView,
     BrowserTokenView,
@@ -43,7 +43,6 @@ from openbrowse.api.browser_schemas import (
 from openbrowse.api.cdp_discovery import version_document
 from openbrowse.api.cdp_filter import download_behavior_message, screen_client_message
 from openbrowse.api.deps import ApiKey, AuthenticatorDep, BrowsersDep, LoopbackHttpDep, SettingsDep
-from openbrowse.api.errors import auth_refusal
 from openbrowse.api.openapi_docs import error_responses, request_body
 from openbrowse.api.pause_schemas import PauseBody, ResumeBody, require_key_or_takeover
 from openbrowse.api.recording_urls import recording_urls
@@ -54,7 +53,6 @@ from openbrowse.api.ws_bridge import (
     bridge,
     bridge_until,
     close_quietly,
-    deny_websocket,
     offered_subprotocol,
 )
 from openbrowse.config import Settings
@@ -270,27 +268,27 @@ async def cdp_socket(
     settings: SettingsDep,
 ) -> None:
     """The browser's DevTools socket. Bad credentials: the handshake is refused (401/429); with
-    ``CDP_MAX_CONNECTIONS_PER_BROWSER`` open already: refused 429; a browser that is unknown, stopped or gone:
+    ``CDP_MAX_CONNECTIONS_PER_BROWSER`` open already: refused 429; with the server's descriptor budget spent: refused
+    503; a browser that is unknown, stopped or gone:
     accepted, then closed 1011. File paths in client calls are confined to the browser's ``uploads/`` and
     ``downloads/`` (spec §24.6, :mod:`openbrowse.api.cdp_filter`). A client that offered the ``openbrowse``
     subprotocol gets it echoed."""
-    try:
-        require_cdp_access(auth, settings, websocket, browser_id)
-    except (AuthFailed, AuthThrottled) as exc:
-        await deny_websocket(websocket, auth_refusal(exc))
-        return
-    board, cap = board_of(websocket), settings.CDP_MAX_CONNECTIONS_PER_BROWSER
-    if not board.admit("cdp", browser_id, cap):
-        detail = too_many("This browser", cap, "CDP_MAX_CONNECTIONS_PER_BROWSER")
-        await deny_websocket(websocket, JSONResponse({"detail": detail}, status_code=429))
-        return
-    try:
-        await _bridge_cdp(websocket, browser_id, browsers, settings)
-    finally:
-        board.leave("cdp", browser_id)
+    async with admitted_bridge(
+        websocket,
+        "cdp",
+        browser_id,
+        lambda: require_cdp_access(auth, settings, websocket, browser_id),
+        cap=settings.CDP_MAX_CONNECTIONS_PER_BROWSER,
+        setting="CDP_MAX_CONNECTIONS_PER_BROWSER",
+        what="This browser",
+    ) as flow:
+        if flow is not None:
+            await _bridge_cdp(websocket, browser_id, browsers, settings, flow)
 
 
-async def _bridge_cdp(websocket: WebSocket, browser_id: str, browsers: BrowserService, settings: Settings) -> None:
+async def _bridge_cdp(
+    websocket: WebSocket, browser_id: str, browsers: BrowserService, settings: Settings, flow: BridgeFlow
+) -> None:
     await websocket.accept(subprotocol=offered_subprotocol(websocket, CDP_SUBPROTOCOL))
     try:
         endpoint = await browsers.cdp_endpoint(browser_id)
@@ -298,8 +296,6 @@ async def _bridge_cdp(websocket: WebSocket, browser_id: str, browsers: BrowserSe
         await close_quietly(websocket, CLOSE_UNAVAILABLE, exc.message)
         return
     folders = endpoint.folders
-    board = board_of(websocket)
-    flow = board.flow("cdp")
     browsers.cdp_connected(browser_id)
     try:
         connection = bridge(
@@ -313,7 +309,6 @@ async def _bridge_cdp(websocket: WebSocket, browser_id: str, browsers: BrowserSe
         )
         await bridge_until(connection, browsers.ended_signal(browser_id))
     finally:
-        board.closed(flow)
         browsers.cdp_disconnected(browser_id)
 
 

@@ -36,16 +36,15 @@ from urllib.parse import quote
 
 import httpx
 from fastapi import APIRouter, Request, WebSocket
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, Response
 from pydantic import StrictBool
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.exceptions import HTTPException
 
-from openbrowse.api.auth import AuthFailed, AuthThrottled, CrossSiteCredentials
 from openbrowse.api.body import parse_body
-from openbrowse.api.bridge_limits import BridgeBoard, board_of, too_many
+from openbrowse.api.bridge_admission import admitted_bridge
+from openbrowse.api.bridge_limits import BridgeFlow
 from openbrowse.api.deps import AuthenticatorDep, LiveTargetsDep, LoopbackHttpDep, SettingsDep, TakeoversDep
-from openbrowse.api.errors import auth_refusal
 from openbrowse.api.live_page import (
     ASSET_HEADERS,
     NO_BROWSER_HEADERS,
@@ -63,7 +62,6 @@ from openbrowse.api.ws_bridge import (
     bridge,
     bridge_until,
     close_quietly,
-    deny_websocket,
     offered_subprotocol,
 )
 from openbrowse.errors import NotFound, OpenBrowseError
@@ -199,25 +197,19 @@ async def websockify(
 ) -> None:
     """VNC bytes, bridged to the slot's websockify; input only from a connection that may control (see the module
     docstring). Bad credentials: the handshake is refused (401/429); with ``LIVE_VIEW_MAX_CONNECTIONS`` open
-    already: refused 429; nothing to show: accepted, then closed 1011; a client stream the bridge cannot follow:
-    closed 1008."""
-    try:
-        auth.require_viewer(websocket, target_id)
-    except (AuthFailed, AuthThrottled) as exc:
-        await deny_websocket(websocket, auth_refusal(exc))
-        return
-    except CrossSiteCredentials as exc:
-        await deny_websocket(websocket, JSONResponse({"detail": exc.detail}, status_code=exc.status_code))
-        return
-    board, cap = board_of(websocket), settings.LIVE_VIEW_MAX_CONNECTIONS
-    if not board.admit("vnc", target_id, cap):
-        detail = too_many("This live view", cap, "LIVE_VIEW_MAX_CONNECTIONS")
-        await deny_websocket(websocket, JSONResponse({"detail": detail}, status_code=429))
-        return
-    try:
-        await _view_stream(websocket, target_id, targets, auth, takeovers, board)
-    finally:
-        board.leave("vnc", target_id)
+    already: refused 429; with the server's descriptor budget spent: refused 503; nothing to show: accepted, then
+    closed 1011; a client stream the bridge cannot follow: closed 1008."""
+    async with admitted_bridge(
+        websocket,
+        "vnc",
+        target_id,
+        lambda: auth.require_viewer(websocket, target_id),
+        cap=settings.LIVE_VIEW_MAX_CONNECTIONS,
+        setting="LIVE_VIEW_MAX_CONNECTIONS",
+        what="This live view",
+    ) as flow:
+        if flow is not None:
+            await _view_stream(websocket, target_id, targets, auth, takeovers, flow)
 
 
 async def _view_stream(
@@ -226,7 +218,7 @@ async def _view_stream(
     targets: LiveTargetsDep,
     auth: AuthenticatorDep,
     takeovers: TakeoversDep,
-    board: BridgeBoard,
+    flow: BridgeFlow,
 ) -> None:
     await websocket.accept(subprotocol=offered_subprotocol(websocket, "binary"))
     presented = websocket.query_params.get(TAKEOVER_PARAM)
@@ -245,7 +237,6 @@ async def _view_stream(
         logger.warning("Live view could not be started: %s", exc)
         await close_quietly(websocket, CLOSE_UNAVAILABLE, "The live view could not be started")
         return
-    flow = board.flow("vnc")
     try:
         # carries the slot's websockify secret
         stream = RfbClientStream(may_input, on_input=lambda: takeovers.note_input(target_id))
@@ -260,7 +251,6 @@ async def _view_stream(
         )
         await bridge_until(connection, target.ended)
     finally:
-        board.closed(flow)
         slot.remove_viewer(ticket)  # the last viewer out stops the VNC side after a grace period
 
 

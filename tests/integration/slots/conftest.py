@@ -12,6 +12,8 @@ import pytest
 
 from openbrowse.config import Settings
 from openbrowse.slots.ledger import instance_id, tagged_processes
+from openbrowse.slots.seam import seam_dir
+from openbrowse.slots.slot_files import scratch_root
 from tests.support.display import MISSING, needs_display
 from tests.support.ports import free_port
 from tests.support.slot_range import free_slot_base, release_slot_base
@@ -75,13 +77,31 @@ def zombie_children() -> list[psutil.Process]:
     return out
 
 
+def instance_dirs_left(settings: Settings) -> list[str]:
+    """Remove this instance's parents in ``/run/openbrowse`` (its seam and scratch dirs'), which a pool removes when it
+    closes but a lone :class:`Slot` does not (another slot of the instance may be starting in them); what is left in
+    them, which every slot must have removed itself."""
+    left: list[str] = []
+    for parent in (seam_dir(settings.run_dir, 0).parent, scratch_root(settings.run_dir)):
+        try:
+            os.rmdir(parent)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            left += [str(path) for path in sorted(parent.rglob("*"))] or [str(parent)]
+    return left
+
+
 @pytest.fixture(autouse=True)
 def _no_leftovers(settings: Settings) -> Iterator[None]:
-    """Every test must reap what it started: no live or zombie children, no tagged processes."""
+    """Every test must reap what it started: no live or zombie children, no tagged processes, nothing of its
+    instance in ``/run/openbrowse``."""
     yield
     assert instance_processes(settings) == []
     assert zombie_children() == []
     assert live_children() == []
+    assert instance_dirs_left(settings) == []
+    assert not seam_dir(settings.run_dir, 0).parent.exists() and not scratch_root(settings.run_dir).exists()
 
 
 def program_of(pid: int) -> psutil.Process:
