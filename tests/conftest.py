@@ -14,7 +14,7 @@ from openbrowse.bootstrap import prepare_process_environment
 from openbrowse.store.target import StoreTarget
 from tests.support.ci_gate import fail_if_marked
 from tests.support.ordering import slow_files_first
-from tests.support.postgres import MISSING as POSTGRES_MISSING, ThrowawayPostgres, server_bin_dir
+from tests.support.postgres import MISSING as POSTGRES_MISSING, ThrowawayPostgres, remove_orphans, server_bin_dir
 from tests.support.server import ServerProcess
 
 INHERITED_UNSANDBOXED = (
@@ -117,6 +117,7 @@ def throwaway_postgres() -> Iterator[ThrowawayPostgres]:
     bin_dir = server_bin_dir()
     if bin_dir is None:
         pytest.fail(POSTGRES_MISSING)
+    remove_orphans(bin_dir)
     server = ThrowawayPostgres(bin_dir)
     try:
         server.start()

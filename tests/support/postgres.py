@@ -22,6 +22,7 @@ from pathlib import Path
 UNPRIVILEGED_USER = "nobody"
 SUPERUSER = "postgres"
 START_ATTEMPTS = 3
+OWNER_FILE = "owner.pid"
 MISSING = (
     "PostgreSQL's server binaries are not installed (Debian: apt-get install postgresql; `make test` installs it): "
     "the store's tests run on PostgreSQL too"
@@ -32,6 +33,42 @@ def server_bin_dir() -> Path | None:
     """The newest ``/usr/lib/postgresql/<major>/bin`` that has ``initdb`` (Debian keeps them off PATH)."""
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(Path(p).parent.parent.name))
     return Path(found[-1]).parent if found else None
+
+
+def remove_orphans(bin_dir: Path) -> None:
+    """Stop and remove the throwaway servers of test runs that were killed before their clean-up ran (a worker
+    killed by a timeout, an interrupted run): each records the pid of the test process that owns it."""
+    for root in Path("/tmp" if os.geteuid() == 0 else tempfile.gettempdir()).glob("openbrowse-pg-*"):
+        try:
+            owner = int((root / OWNER_FILE).read_text())
+        except (OSError, ValueError):
+            continue  # being created right now, or not ours to judge
+        if _alive(owner):
+            continue
+        if (root / "data" / "postmaster.pid").exists():
+            subprocess.run(
+                [str(bin_dir / "pg_ctl"), "stop", "-D", str(root / "data"), "-m", "immediate", "-w"],
+                user=_unprivileged_uid() if os.geteuid() == 0 else None,
+                capture_output=True,
+                check=False,
+                start_new_session=True,
+                env={"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"},
+            )
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _unprivileged_uid() -> int:
+    return pwd.getpwnam(UNPRIVILEGED_USER).pw_uid
 
 
 def _free_port() -> int:
@@ -46,6 +83,7 @@ class ThrowawayPostgres:
         # as root, in /tmp itself: nobody must reach it, whatever TMPDIR says (and the socket path stays short)
         self._root = Path(tempfile.mkdtemp(prefix="openbrowse-pg-", dir="/tmp" if os.geteuid() == 0 else None))
         self._data = self._root / "data"
+        (self._root / OWNER_FILE).write_text(str(os.getpid()))
         self.port = 0
         self._options = ""
         self._as_user: int | None = None
