@@ -15,16 +15,22 @@ def _hold_the_loop_on_purpose(seconds: float) -> None:
         pass
 
 
-async def test_a_blocking_coroutine_is_named_as_the_site_that_held_the_loop() -> None:
+async def _hold_then_wait_for_the_charge(monitor: LoopLagMonitor) -> None:
+    """Block the loop from a coroutine named ``blocking_step``, then wait until the monitor has charged a stall."""
+
     async def blocking_step() -> None:
         _hold_the_loop_on_purpose(0.3)
 
+    await asyncio.sleep(0.05)
+    await blocking_step()
+    deadline = time.monotonic() + 10
+    while not monitor.stalls(5) and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+
+
+async def test_a_blocking_coroutine_is_named_as_the_site_that_held_the_loop() -> None:
     async with LoopLagMonitor(interval=0.01) as monitor:
-        await asyncio.sleep(0.05)
-        await blocking_step()
-        deadline = time.monotonic() + 10
-        while not monitor.stalls(5) and time.monotonic() < deadline:
-            await asyncio.sleep(0.01)
+        await _hold_then_wait_for_the_charge(monitor)
     sites = [site for site, _ in monitor.stalls(5)]
     assert sites, "no stall was charged"
     held = sites[0]
@@ -36,16 +42,9 @@ async def test_a_blocking_coroutine_is_named_as_the_site_that_held_the_loop() ->
 
 
 def test_a_loop_outside_the_main_thread_is_sampled_from_the_watchdog() -> None:
-    async def blocking_step() -> None:
-        _hold_the_loop_on_purpose(0.3)
-
     async def watched() -> LoopLagMonitor:
         async with LoopLagMonitor(interval=0.01) as monitor:
-            await asyncio.sleep(0.05)
-            await blocking_step()
-            deadline = time.monotonic() + 10
-            while not monitor.stalls(5) and time.monotonic() < deadline:
-                await asyncio.sleep(0.01)
+            await _hold_then_wait_for_the_charge(monitor)
         return monitor
 
     found: list[LoopLagMonitor] = []
