@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
@@ -53,6 +54,15 @@ def open_fds() -> int:
 def instance_processes(settings: Settings) -> list[psutil.Process]:
     """Live processes started for this settings' run dir (they all carry its tag)."""
     return tagged_processes(instance_id(settings.run_dir))
+
+
+def instance_command_lines(settings: Settings) -> list[list[str]]:
+    """The command lines of this run's processes that are still running (one that exits meanwhile has none left)."""
+    lines = []
+    for proc in instance_processes(settings):
+        with contextlib.suppress(psutil.NoSuchProcess):  # ZombieProcess is one too
+            lines.append(proc.cmdline())
+    return lines
 
 
 def live_children() -> list[psutil.Process]:

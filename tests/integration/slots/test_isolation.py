@@ -19,7 +19,7 @@ from openbrowse.slots.probes import loopback_http_json
 from openbrowse.slots.slot import Slot
 from tests.support.display import needs_display
 
-from .conftest import instance_processes, program_of
+from .conftest import instance_command_lines, program_of
 
 pytestmark = [pytest.mark.display, needs_display]
 
@@ -62,7 +62,7 @@ async def test_the_vnc_stream_needs_the_slots_secret_and_has_no_tcp_port(setting
             (p.stat().st_uid, p.stat().st_gid, stat.S_IMODE(p.stat().st_mode)) == (0, uid, 0o640) for p in tokens
         )
         secret = slot.novnc_ws_url.rsplit("token=", 1)[1]
-        assert all(secret not in arg for p in instance_processes(settings) for arg in p.cmdline())
+        assert all(secret not in arg for line in instance_command_lines(settings) for arg in line)
     assert not any(folder.glob("*.sock"))
 
 
