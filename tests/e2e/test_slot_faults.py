@@ -72,8 +72,9 @@ def test_parked_browser_closes_after_the_idle_timeout(start_server: StartServer,
     assert parked["browserLive"] is True
     note = wait_for_message(server, session["id"], lambda m: m["summary"].startswith("Expired: no follow-up"))
     assert note["summary"] == "Expired: no follow-up for 1 idle minute(s)"
-    closed = get(server, session["id"])
-    assert closed["status"] == "stopped" and closed["browserLive"] is False and closed["liveUrl"] is None
+    # the note is written as the expiry begins; the status changes once the browser is closed
+    closed = wait_until_status(server, session["id"], {"stopped"})
+    assert closed["browserLive"] is False and closed["liveUrl"] is None
     follow = create(server, sessionId=session["id"], task="still there?")
     assert follow["status"] == "created"
     assert wait_until_status(server, session["id"], {"idle"})["browserLive"] is True
