@@ -1,5 +1,10 @@
 """Fixtures shared by the end-to-end modules: the fake provider, fixture sites, a server for agent runs, and clients
-and raw browsers of a module's own ``server`` fixture (see ``servers.py``)."""
+and raw browsers of a module's own ``server`` fixture (see ``servers.py``).
+
+A server takes several seconds to start (its imports, browser-use's above all), so the agent server is one per test
+process (per xdist worker), shared by the modules that use it: each of them starts on a fake provider emptied for
+it and leaves no session open behind it (``agent_server``). Its check that nothing was left running or in its temp
+dir comes when it stops, at the end of the process."""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.e2e.agent_support import end_open_sessions
 from tests.e2e.browser_support import fixture_site
 from tests.e2e.servers import agent_env, api_client, raw_browser, running_server
 from tests.fakes.llm_server import FakeProvider
@@ -19,10 +25,19 @@ from tests.support.postgres import ThrowawayPostgres
 from tests.support.server import ServerProcess
 
 
-@pytest.fixture(scope="module")
-def fake() -> Iterator[FakeProvider]:
+@pytest.fixture(scope="session")
+def fake_provider() -> Iterator[FakeProvider]:
+    """The test process's fake provider: the shared agent server's models point at it."""
     with FakeProvider() as provider:
         yield provider
+
+
+@pytest.fixture(scope="module")
+def fake(fake_provider: FakeProvider) -> FakeProvider:
+    """The fake provider as a module finds a new one: no scripts, no recorded requests, the built-in default (the
+    modules of one process run one after another, and each module's tasks carry markers of their own)."""
+    fake_provider.reset()
+    return fake_provider
 
 
 @pytest.fixture(scope="module")
@@ -45,12 +60,27 @@ def pages() -> Iterator[ThreadedServer]:
         yield served
 
 
-@pytest.fixture(scope="module")
-def agent_server(tmp_path_factory: pytest.TempPathFactory, fake: FakeProvider) -> Iterator[ServerProcess]:
-    """A server whose OpenAI models use the Responses API and Anthropic models the Messages API, via the fake."""
+@pytest.fixture(scope="session")
+def shared_agent_server(
+    tmp_path_factory: pytest.TempPathFactory, fake_provider: FakeProvider
+) -> Iterator[ServerProcess]:
+    """The process's agent server (see ``agent_server``), stopped at the end with nothing left running and nothing
+    left in its temp dir."""
     home = tmp_path_factory.mktemp("agent-home")
-    with running_server(home, agent_env(fake), slots=3, check_temp=True) as process:
+    with running_server(home, agent_env(fake_provider), slots=3, check_temp=True) as process:
         yield process
+
+
+@pytest.fixture(scope="module")
+def agent_server(shared_agent_server: ServerProcess, fake: FakeProvider) -> Iterator[ServerProcess]:
+    """A server whose OpenAI models use the Responses API and Anthropic models the Messages API, via the fake, on
+    three slots; shared by the modules of this process, so after a module every session it left open is stopped
+    (its slots free, no turn running into the next module)."""
+    assert shared_agent_server.process is not None and shared_agent_server.process.poll() is None, (
+        f"the shared agent server exited:\n{shared_agent_server.log()[-3000:]}"
+    )
+    yield shared_agent_server
+    end_open_sessions(shared_agent_server)
 
 
 @pytest.fixture
