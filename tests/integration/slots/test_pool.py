@@ -11,6 +11,7 @@ import pytest
 from openbrowse.config import Settings
 from openbrowse.errors import BrowserUnavailable, ConfigError
 from openbrowse.slots.pool import PoolStats, SlotLease, SlotPool
+from tests.support.waiting import wait_for_async
 
 
 async def _settle() -> None:
@@ -196,7 +197,8 @@ async def test_eviction_gives_up_after_the_timeout(settings: Settings, base_inde
 
         holder.park(ignore)
         waiter = asyncio.create_task(pool.lease("waiter"))
-        await asyncio.sleep(0.5)
+        # asked, then given up on: neither being evicted nor to be asked again
+        await wait_for_async(lambda: not holder.evicting and not holder.evictable, 30, what="the eviction to give up")
         assert not waiter.done()
         assert not holder.evicting
         assert pool.stats() == PoolStats(size=1, busy=0, parked=1, free=0, queued=1)

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -19,6 +20,7 @@ from openbrowse.slots.probes import loopback_http_json
 from openbrowse.slots.slot import Slot, SlotState
 from openbrowse.slots.slot_children import START_STAGES
 from tests.support.display import needs_display
+from tests.support.waiting import wait_for_async
 
 from .conftest import instance_processes, live_children, open_fds
 
@@ -63,6 +65,7 @@ class RfbViewer:
     def __init__(self, ws: websockets.ClientConnection) -> None:
         self.ws = ws
         self.buffer = b""
+        self.bytes_per_pixel = 4
 
     async def read(self, n: int) -> bytes:
         while len(self.buffer) < n:
@@ -80,7 +83,7 @@ class RfbViewer:
         assert await self.read(4) == b"\0\0\0\0"
         await self.ws.send(b"\x01")  # shared
         width, height = struct.unpack(">HH", await self.read(4))
-        await self.read(16)
+        self.bytes_per_pixel = (await self.read(16))[0] // 8  # the pixel format starts with its bits per pixel
         (name_length,) = struct.unpack(">I", await self.read(4))
         await self.read(name_length)
         return width, height
@@ -89,6 +92,26 @@ class RfbViewer:
         for step in range(5):
             await self.ws.send(struct.pack(">BBHH", 5, 0, x + 10 * step, y))
             await asyncio.sleep(0.03)
+
+    async def sync(self) -> None:
+        """Ask for one pixel of the screen and read the answer: x11vnc reads a client's messages in order, so by
+        then it has read every pointer event sent before (and dropped them, if it was view-only then)."""
+        await self.ws.send(struct.pack(">BBHHHH", 3, 0, 0, 0, 1, 1))  # FramebufferUpdateRequest, not incremental
+        while (kind := (await self.read(1))[0]) != 0:
+            if kind == 2:  # Bell: nothing more
+                continue
+            if kind == 3:  # ServerCutText
+                await self.read(3)
+                (length,) = struct.unpack(">I", await self.read(4))
+                await self.read(length)
+                continue
+            raise AssertionError(f"unexpected RFB server message {kind}")
+        await self.read(1)
+        (rectangles,) = struct.unpack(">H", await self.read(2))
+        for _ in range(rectangles):
+            _x, _y, width, height, encoding = struct.unpack(">HHHHi", await self.read(12))
+            assert encoding == 0, encoding  # raw: the only encoding a client that names none gets
+            await self.read(width * height * self.bytes_per_pixel)
 
 
 async def _evaluate(slot: Slot, expression: str) -> object:
@@ -104,27 +127,46 @@ async def _evaluate(slot: Slot, expression: str) -> object:
                 return reply["result"]["result"].get("value")
 
 
-async def _moves_after(viewer: RfbViewer, slot: Slot, x: int, y: int) -> object:
-    await viewer.wiggle(x, y)
-    await asyncio.sleep(0.3)
-    return await _evaluate(slot, "window.moves || 0")
+# every pointer position the page saw, coalesced moves included
+TRACK_MOVES = """window.xs = [];
+document.addEventListener('mousemove', e => {
+  const all = e.getCoalescedEvents ? e.getCoalescedEvents() : [];
+  for (const m of all.length ? all : [e]) window.xs.push(m.clientX);
+}); 1"""
 
 
 async def test_view_only_blocks_input_until_control_is_taken(settings: Settings, base_index: int) -> None:
     async with Slot(settings, base_index) as slot:
-        await _evaluate(
-            slot, "document.addEventListener('mousemove', () => { window.moves = (window.moves || 0) + 1 }); 1"
-        )
+        await _evaluate(slot, TRACK_MOVES)
         async with websockets.connect(slot.novnc_ws_url, subprotocols=[Subprotocol("binary")]) as ws:
             viewer = RfbViewer(ws)
             assert await viewer.handshake() == (1920, 1080)
-            assert await _moves_after(viewer, slot, 500, 500) == 0
+            await viewer.wiggle(200, 500)  # view-only: dropped
+            await viewer.sync()  # read (and dropped) by x11vnc before the switch below
             await slot.set_view_only(False)  # applies to the viewer already connected
-            moves = await _moves_after(viewer, slot, 600, 600)
-            assert isinstance(moves, int)
-            assert moves > 0
+            await viewer.wiggle(900, 600)
+
+            async def seen(since: int, wanted: Callable[[int], bool]) -> list[int]:
+                """The positions seen after the first ``since``, once one of them is ``wanted``."""
+
+                async def probe() -> list[int] | None:
+                    xs = await _evaluate(slot, "window.xs")
+                    assert isinstance(xs, list)
+                    return xs[since:] if any(wanted(x) for x in xs[since:]) else None
+
+                return await wait_for_async(probe, 30, what="the page to see the pointer move")
+
+            # X delivers in order: a move of the first wiggle would have come before these
+            first = await seen(0, lambda x: x >= 850)
+            assert all(x >= 850 for x in first), first
+
             await slot.set_view_only(True)
-            assert await _moves_after(viewer, slot, 700, 500) == moves
+            await viewer.wiggle(1400, 500)  # view-only again: dropped
+            await viewer.sync()
+            await slot.set_view_only(False)
+            await viewer.wiggle(300, 600)
+            later = await seen(len(first), lambda x: x < 400)
+            assert not [x for x in later if x >= 1350], later
 
 
 async def test_start_stop_ten_times_leaks_nothing(settings: Settings, base_index: int) -> None:
