@@ -65,7 +65,9 @@ def test_parked_and_running_sessions_end_at_their_max_duration(
             assert ended["status"] == "stopped", ended
             assert ended["endReason"] == "max_duration", ended
             assert ended["browserLive"] is False and ended["liveUrl"] is None
-            assert LIMIT_MS / 1000 <= _seconds_lived(ended) < LIMIT_MS / 1000 + 10, ended
+            # never before the limit; that it comes at the limit is checked on a virtual clock
+            # (tests/unit/sessions/test_max_duration_timer.py): an upper bound here would race the machine's load
+            assert _seconds_lived(ended) >= LIMIT_MS / 1000, ended
         assert ended_parked["output"] == "Parked and waiting."  # the parked turn's answer stands
         assert "maximum duration" in (ended_running["lastStepSummary"] or "")
         assert any("maximum duration" in m["summary"] for m in messages(server, parked["id"]))
