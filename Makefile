@@ -16,17 +16,22 @@ TEST_WORKERS ?= 2
 # instead (tests/support/ci_gate.py). `make test CI=` gives a machine without them the skips back.
 CI ?= 1
 
-.PHONY: run test test-stress check lint types e2e deps system-deps venv clean bench lock
+.PHONY: run test test-stress check lint types e2e deps system-deps venv clean bench lock bytecode
 
 run: deps
 	$(BIN)/python -m openbrowse serve
 
-test: deps
+# Every server a test starts (about 140 in a run) imports the package: compiled once here, not once per process
+# (with PYTHONDONTWRITEBYTECODE set, Python would never keep what it compiled).
+bytecode:
+	$(BIN)/python -m compileall -q openbrowse tests
+
+test: deps bytecode
 	CI=$(CI) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # The whole suite while stress-ng keeps every core busy (STRESS_LOAD percent each): waits must be on events, not time.
 STRESS_LOAD ?= 60
-test-stress: deps
+test-stress: deps bytecode
 	$(MAKE) system-deps APT_PACKAGES="$(APT_PACKAGES) stress-ng"
 	@stress-ng --cpu 0 --cpu-load $(STRESS_LOAD) --quiet & stress=$$!; \
 	CI=$(CI) $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS); status=$$?; \
