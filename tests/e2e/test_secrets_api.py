@@ -19,10 +19,14 @@ import httpx
 import pytest
 
 from tests.conftest import StartServer
+from tests.e2e.servers import server_fixture
 from tests.support import loopback
 from tests.support.server import ServerProcess
 
 pytestmark = pytest.mark.e2e
+
+# one server for the refusals and the startup check: none of them stores anything (each refusal checks it)
+server = server_fixture(check_temp=True)
 
 
 def _post(server: ServerProcess, **body: Any) -> httpx.Response:
@@ -56,9 +60,8 @@ def _mode(path: Path) -> int:
     ],
 )
 def test_bad_sensitive_data_is_a_422_with_one_sentence(
-    start_server: StartServer, sensitive: dict[str, Any], task: str | None, detail: str
+    server: ServerProcess, sensitive: dict[str, Any], task: str | None, detail: str
 ) -> None:
-    server = start_server()
     response = _post(server, task=task, sensitiveData=sensitive)
     assert response.status_code == 422, response.text
     message = response.json()["detail"]
@@ -120,7 +123,6 @@ def test_readable_env_and_data_files_are_warned_about_at_startup(start_server: S
     assert log.count("Insecure file mode:") == len(warnings) >= 3
 
 
-def test_private_files_get_no_warning(start_server: StartServer) -> None:
-    server = start_server()
+def test_private_files_get_no_warning(server: ServerProcess) -> None:
     assert loopback.get(f"{server.base_url}/health/details", timeout=30).json()["fileWarnings"] == []
     assert "Insecure file mode" not in server.log()
