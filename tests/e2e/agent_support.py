@@ -119,24 +119,3 @@ def settled_with(http: httpx.Client, session_id: str, timeout: float = 120.0) ->
         what=f"session {session_id} settled",
     )
     return record
-
-
-ENDED = TERMINAL - {"idle"}
-
-
-def end_open_sessions(server: ServerProcess, timeout: float = 120.0) -> None:
-    """Stop every session of ``server`` that has not ended (running, queued, paused, or parked ``idle`` with its
-    browser) and wait until each has: the server is then as quiet as a fresh one for whoever uses it next."""
-    open_ids: list[str] = []
-    page = 1
-    while True:
-        listed = loopback.get(f"{server.v3}/sessions", params={"page": page, "page_size": 100}, timeout=30).json()
-        open_ids += [s["id"] for s in listed["sessions"] if s["status"] not in ENDED]
-        if page * 100 >= listed["total"]:
-            break
-        page += 1
-    for session_id in open_ids:
-        if get(server, session_id)["status"] not in ENDED:
-            stop(server, session_id, "session")
-    for session_id in open_ids:
-        wait_until_status(server, session_id, ENDED, timeout=timeout)

@@ -14,9 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.agent_support import end_open_sessions
 from tests.e2e.browser_support import fixture_site
-from tests.e2e.servers import agent_env, api_client, raw_browser, running_server
+from tests.e2e.servers import SharedServers, agent_env, api_client, end_open_work, raw_browser, running_server
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.login_site import LoginSite
 from tests.fakes.site import FixtureSites
@@ -80,7 +79,17 @@ def agent_server(shared_agent_server: ServerProcess, fake: FakeProvider) -> Iter
         f"the shared agent server exited:\n{shared_agent_server.log()[-3000:]}"
     )
     yield shared_agent_server
-    end_open_sessions(shared_agent_server)
+    end_open_work(shared_agent_server)
+
+
+@pytest.fixture(scope="session")
+def shared_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedServers]:
+    """The servers modules share by their settings (``server_fixture(..., shared=True)``), one per settings."""
+    servers = SharedServers(tmp_path_factory)
+    try:
+        yield servers
+    finally:
+        servers.stop_all()
 
 
 @pytest.fixture

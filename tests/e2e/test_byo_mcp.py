@@ -26,7 +26,7 @@ from mcp.client.stdio import stdio_client
 from mcp.types import CallToolResult, TextContent
 
 from tests.e2e.browser_support import cdp_evaluate, forwarded_for
-from tests.e2e.servers import server_fixture
+from tests.e2e.servers import SHARED_API_KEY, server_fixture
 from tests.support import loopback
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.display import needs_display
@@ -36,7 +36,7 @@ from tests.support.server import ServerProcess
 # A cold install is ~70 MB (4 packages and Node); the cached one is a directory check.
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display, pytest.mark.timeout(600)]
 
-API_KEY = "byo-mcp-key"
+API_KEY = SHARED_API_KEY
 PACKAGE_DIR = Path(__file__).parent / "byo_mcp"
 CHROME_DEVTOOLS_MCP = Path("node_modules/chrome-devtools-mcp/build/src/bin/chrome-devtools-mcp.js")
 PLAYWRIGHT_MCP = Path("node_modules/@playwright/mcp/cli.js")
@@ -55,7 +55,8 @@ def mcp_servers() -> Path:
 
 
 # -- the server, the fixture site and one raw browser per test ------------------------------------------------
-server = server_fixture({"API_KEY": API_KEY})
+# one server for the raw-browser modules that need no fresh one, in this test process (tests/e2e/servers.py)
+server = server_fixture({"API_KEY": API_KEY}, shared=True)
 
 
 def socket_url(browser: dict[str, Any]) -> str:

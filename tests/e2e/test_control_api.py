@@ -15,7 +15,7 @@ import pytest
 from tests.e2e.agent_support import agent_steps, data_of, settled_with, token
 from tests.e2e.browser_support import create_browser, stop_browser
 from tests.e2e.control_routes_site import ok, ref_of, refused
-from tests.e2e.servers import agent_env, server_fixture
+from tests.e2e.servers import SHARED_API_KEY, agent_env, server_fixture
 from tests.fakes.llm_script import Gate, done, navigate, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
@@ -25,10 +25,11 @@ from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
 
-API_KEY = "control-api-key"
+API_KEY = SHARED_API_KEY
 
 
-server = server_fixture(lambda fake: agent_env(fake, API_KEY=API_KEY), slots=2)
+# one server for the control, files and MCP-session modules of this test process (tests/e2e/servers.py)
+server = server_fixture(lambda fake: agent_env(fake, API_KEY=API_KEY), slots=2, shared=True)
 
 
 def feed(http: httpx.Client, session_id: str) -> list[dict[str, Any]]:

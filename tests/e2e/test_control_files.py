@@ -17,7 +17,7 @@ import pytest
 
 from tests.e2e.agent_support import agent_steps, settled_with, token
 from tests.e2e.control_routes_site import ok
-from tests.e2e.servers import agent_env, server_fixture
+from tests.e2e.servers import SHARED_API_KEY, agent_env, server_fixture
 from tests.fakes.llm_script import done, navigate
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
@@ -27,11 +27,12 @@ from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
 
-API_KEY = "control-files-key"
+API_KEY = SHARED_API_KEY
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-server = server_fixture(lambda fake: agent_env(fake, API_KEY=API_KEY), slots=2)
+# one server for the control, files and MCP-session modules of this test process (tests/e2e/servers.py)
+server = server_fixture(lambda fake: agent_env(fake, API_KEY=API_KEY), slots=2, shared=True)
 
 
 def listed(http: httpx.Client, owner: str, area: str, **params: Any) -> dict[str, str | None]:

@@ -18,7 +18,7 @@ import pytest
 from tests.e2e.agent_support import token
 from tests.e2e.browser_support import create_browser, stop_browser
 from tests.e2e.control_routes_site import Browser, ControlSite, ok, ref_of, refused
-from tests.e2e.servers import agent_env, api_client, running_server, server_fixture
+from tests.e2e.servers import SHARED_API_KEY, agent_env, api_client, running_server, server_fixture
 from tests.fakes.llm_script import text
 from tests.fakes.llm_server import FakeProvider
 from tests.support.display import needs_display
@@ -26,7 +26,7 @@ from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
 
-API_KEY = "control-routes-key"
+API_KEY = SHARED_API_KEY
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,8 @@ def site() -> Iterator[ControlSite]:
         yield served
 
 
-server = server_fixture(lambda fake: agent_env(fake, API_KEY=API_KEY))
+# one server for the control, files and MCP-session modules of this test process (tests/e2e/servers.py)
+server = server_fixture(lambda fake: agent_env(fake, API_KEY=API_KEY), slots=2, shared=True)
 
 
 @pytest.fixture(scope="module")

@@ -32,13 +32,13 @@ from tests.e2e.control_routes_site import (
     ref_of,
     refused,
 )
-from tests.e2e.servers import api_client, server_fixture
+from tests.e2e.servers import SHARED_API_KEY, api_client, server_fixture
 from tests.support.display import needs_display
 from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
 
-API_KEY = "control-state-key"
+API_KEY = SHARED_API_KEY
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
 
 
@@ -48,7 +48,8 @@ def site() -> Iterator[ControlSite]:
         yield served
 
 
-server = server_fixture({"API_KEY": API_KEY})
+# one server for the raw-browser modules that need no fresh one, in this test process (tests/e2e/servers.py)
+server = server_fixture({"API_KEY": API_KEY}, shared=True)
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from openbrowse.api.file_urls import FileUrlSigner
 from tests.e2e.agent_support import agent_steps, settled_with, token
 from tests.e2e.browser_support import create_browser, forwarded_for, stop_browser
 from tests.e2e.files_site import DOWNLOAD_NAMES, Received, file_bytes, files_site
-from tests.e2e.servers import agent_env, server_fixture
+from tests.e2e.servers import SHARED_API_KEY, agent_env, server_fixture
 from tests.fakes.llm_request import LLMRequest, find_index
 from tests.fakes.llm_script import agent_step, click_on, done, navigate
 from tests.fakes.llm_server import FakeProvider
@@ -35,7 +35,7 @@ from tests.support.server import ServerProcess, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
 
-API_KEY = "files-api-key"
+API_KEY = SHARED_API_KEY
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,8 @@ def site(received: Received) -> Iterator[ThreadedServer]:
         yield served
 
 
-server = server_fixture(lambda fake: agent_env(fake, API_KEY=API_KEY))
+# one server for the control, files and MCP-session modules of this test process (tests/e2e/servers.py)
+server = server_fixture(lambda fake: agent_env(fake, API_KEY=API_KEY), slots=2, shared=True)
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.e2e.agent_support import agent_steps, token
-from tests.e2e.servers import agent_env, server_fixture
+from tests.e2e.servers import SHARED_API_KEY, agent_env, server_fixture
 from tests.fakes.llm_script import done, navigate
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
@@ -28,7 +28,7 @@ from tests.support.server import ServerProcess
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
 
-API_KEY = "mcp-key"
+API_KEY = SHARED_API_KEY
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
 BU_TOOLS = {
     "run_session",
@@ -42,7 +42,8 @@ BU_TOOLS = {
 SEED_TOOLS = {"create_session", "run_task", "get_session", "list_sessions", "stop_session"}
 
 
-server = server_fixture(lambda fake: agent_env(fake, API_KEY=API_KEY))
+# one server for the control, files and MCP-session modules of this test process (tests/e2e/servers.py)
+server = server_fixture(lambda fake: agent_env(fake, API_KEY=API_KEY), slots=2, shared=True)
 
 
 @asynccontextmanager

@@ -29,7 +29,7 @@ from starlette.routing import Route
 
 from tests.e2e.agent_support import agent_steps, token
 from tests.e2e.browser_support import create_browser, stop_browser
-from tests.e2e.servers import agent_env, server_fixture
+from tests.e2e.servers import SHARED_API_KEY, agent_env, server_fixture
 from tests.fakes.llm_script import Gate, done, structured
 from tests.fakes.llm_server import FakeProvider
 from tests.support.asgi_thread import ThreadedServer
@@ -40,7 +40,7 @@ from tests.support.server import ServerProcess, wait_until
 # A cold install takes ~25 s on a fast link (330 packages, ~830 MB); the cached one is a directory check.
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display, pytest.mark.timeout(600)]
 
-API_KEY = "openclaw-client-key"
+API_KEY = SHARED_API_KEY
 PACKAGE_DIR = Path(__file__).parent / "openclaw"
 DRIVER = PACKAGE_DIR / "drive.mjs"
 RUNTIME_API = Path("node_modules/openclaw/dist/extensions/browser/runtime-api.js")
@@ -198,7 +198,8 @@ def form_site() -> Iterator[tuple[FormSite, ThreadedServer]]:
         yield state, served
 
 
-server = server_fixture(lambda fake: agent_env(fake, API_KEY=API_KEY), slots=2)
+# one server for the control, files and MCP-session modules of this test process (tests/e2e/servers.py)
+server = server_fixture(lambda fake: agent_env(fake, API_KEY=API_KEY), slots=2, shared=True)
 
 
 @pytest.fixture

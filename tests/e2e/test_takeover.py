@@ -23,7 +23,7 @@ from websockets.asyncio.client import ClientConnection
 from websockets.typing import Subprotocol
 
 from tests.e2e.browser_support import cdp_evaluate, cdp_navigate, create_browser, stop_browser
-from tests.e2e.servers import raw_browser, server_fixture
+from tests.e2e.servers import SHARED_API_KEY, raw_browser, server_fixture
 from tests.support import loopback
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.display import needs_display
@@ -32,7 +32,7 @@ from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
 
-API_KEY = "takeover-key"
+API_KEY = SHARED_API_KEY
 CHROMIUM = "/usr/bin/chromium"
 RECORDER = """
 window.__seen = [];
@@ -41,7 +41,8 @@ addEventListener("mousedown", () => window.__seen.push("click"), true);
 """
 
 
-server = server_fixture({"API_KEY": API_KEY})
+# one server for the raw-browser modules that need no fresh one, in this test process (tests/e2e/servers.py)
+server = server_fixture({"API_KEY": API_KEY}, shared=True)
 
 
 @pytest.fixture
