@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import signal
@@ -36,7 +37,9 @@ class ServerProcess:
     env: dict[str, str] = field(default_factory=dict)
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
-    seen_children: set[int] = field(default_factory=set)
+    seen_children: dict[int, float] = field(default_factory=dict)
+    """Every browser-stack process this server was seen to have: its pid and start time (a pid alone could be
+    another process's by the time it is checked: pids wrap around at 32768 and a shared server lives for minutes)."""
     slot_base: int = field(default_factory=lambda: free_slot_base(4))
     python: str = sys.executable
     """The interpreter that serves (a benchmark's baseline has its own)."""
@@ -135,7 +138,9 @@ class ServerProcess:
             found = psutil.Process(self.process.pid).children(recursive=True)
         except psutil.NoSuchProcess:
             return []
-        self.seen_children.update(p.pid for p in found)
+        for child in found:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                self.seen_children.setdefault(child.pid, child.create_time())
         return found
 
     def stop(self, timeout: float = 45.0) -> int:
@@ -175,10 +180,10 @@ class ServerProcess:
     def leftovers(self) -> list[psutil.Process]:
         """Processes this server ever started that are still alive."""
         alive = []
-        for pid in self.seen_children:
+        for pid, started in self.seen_children.items():
             try:
                 proc = psutil.Process(pid)
-                if proc.status() != psutil.STATUS_ZOMBIE:
+                if proc.create_time() == started and proc.status() != psutil.STATUS_ZOMBIE:
                     alive.append(proc)
             except psutil.NoSuchProcess:
                 continue
