@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.api_load import Target, four_step_task, wrk
 from bench.served import fmt, print_figures, run_session, served, server_rss
 from tests.fakes.site import FixtureSites
-from tests.support.postgres import ThrowawayPostgres, server_bin_dir
+from tests.support.postgres import TEST_CLUSTER_SECRET, ThrowawayPostgres, server_bin_dir
 
 GOALS = {"p99": 1.5, "task": 1.1, "rss": 1.1}
 
@@ -94,7 +94,8 @@ def main() -> None:
         with contextlib.ExitStack() as stack:
             site = stack.enter_context(FixtureSites())
             targets: dict[str, Target] = {}
-            for name, env in (("sqlite", {}), ("postgresql", {"DATABASE_URL": postgres.new_database()})):
+            on_postgresql = {"DATABASE_URL": postgres.new_database(), "CLUSTER_SECRET": TEST_CLUSTER_SECRET}
+            for name, env in (("sqlite", {}), ("postgresql", on_postgresql)):
                 server, fake = stack.enter_context(served(env))
                 client = stack.enter_context(httpx.Client(timeout=60))
                 run_session(server, fake, client)  # warm-up: browser-use imported, one browser started and closed

@@ -26,6 +26,7 @@ from openbrowse.api.routes.files import install_file_routes
 from openbrowse.api.stream_places import StreamPlaces
 from openbrowse.api.view_tokens import ViewTokens
 from openbrowse.bootstrap import empty_temp_dir, prepare_process_environment
+from openbrowse.cluster.presence import NodePresence, node_load
 from openbrowse.config import Settings
 from openbrowse.errors import ConfigError, InvalidRequest
 from openbrowse.file_modes import log_loose_files
@@ -54,6 +55,7 @@ from openbrowse.slots.slot_disk import report_disk_cap
 from openbrowse.store.browsers import BrowserRepo
 from openbrowse.store.db import Database
 from openbrowse.store.feed import FeedRepo
+from openbrowse.store.nodes import NodeRepo
 from openbrowse.store.outbox import SESSION_EVENT_FIELDS, WebhookOutbox
 from openbrowse.store.profiles import ProfileRepo
 from openbrowse.store.sessions import SessionRepo
@@ -126,6 +128,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             browser_repo.watch_ends(service_metrics.browser_ended)
             browser_repo.watch_ends(lambda _browser: webhooks.wake())
             await stack.enter_async_context(pool)
+            node_id, node_url = settings.node
+            app.state.presence = await stack.enter_async_context(  # spec §26.2: left after the runs have ended
+                NodePresence(
+                    NodeRepo(db),
+                    node_id=node_id,
+                    url=node_url,
+                    lease_s=settings.NODE_LEASE_S,
+                    load=lambda: node_load(pool.stats(), draining=maintenance.draining),
+                )
+            )
             # Only now does the pool's run lock say the data dir is ours: a second instance never empties it.
             stack.push_async_callback(asyncio.to_thread, empty_temp_dir, settings.data_dir)
             await asyncio.to_thread(empty_temp_dir, settings.data_dir)

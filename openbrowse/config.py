@@ -15,8 +15,9 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
+from openbrowse.config_cluster import ClusterSettings, node_identity
 from openbrowse.errors import ConfigError
 
 LAST_SLOT_INDEX = 169
@@ -83,7 +84,7 @@ def _comma_list(value: str | None) -> tuple[str, ...]:
     return tuple(item.strip() for item in (value or "").split(",") if item.strip())
 
 
-class Settings(BaseSettings):
+class Settings(ClusterSettings):
     """All configuration. Field names are the documented environment variable names."""
 
     model_config = SettingsConfigDict(
@@ -99,12 +100,6 @@ class Settings(BaseSettings):
     OPENBROWSE_FILES_DIR: Path | None = None
     """Where sessions' and raw browsers' files live (recordings, downloads, uploads). Default: the data directory;
     for several nodes it may be a shared mount (spec §26.1)."""
-    DATABASE_URL: str | None = None
-    """``postgresql://user:password@host:port/db`` puts everything durable in PostgreSQL 13+; unset, SQLite at
-    ``data/browser_use.db`` (spec §26.1)."""
-    DATABASE_POOL_SIZE: int = Field(default=10, ge=1, le=200)
-    """PostgreSQL connections one server process holds at most (SQLite: one writer and one reader, always)."""
-
     HOST: str = "127.0.0.1"
     PORT: int = Field(default=8420, ge=0, le=65535)
     API_KEY: str | None = None
@@ -355,6 +350,11 @@ class Settings(BaseSettings):
     def script_uid(self, index: int) -> int:
         """The uid of slot ``index``'s script host: never a slot's own uid (see :data:`SCRIPT_UID_OFFSET`)."""
         return self.SANDBOX_UID_BASE + SCRIPT_UID_OFFSET + index
+
+    @property
+    def node(self) -> tuple[str, str]:
+        """This node's id and URL (spec §26.2)."""
+        return node_identity(self.NODE_ID, self.NODE_URL, self.HOST, self.PORT)
 
     @property
     def auth_enabled(self) -> bool:

@@ -250,6 +250,29 @@ class DatabaseView(WireModel):
     reachable: bool
 
 
+class NodeView(WireModel):
+    """This node (spec §26.7)."""
+
+    id: str
+    url: str
+
+
+class ClusterNodeView(WireModel):
+    id: str
+    url: str
+    slots: int
+    busy: int
+    draining: bool
+    last_seen_at: str
+
+
+class ClusterView(WireModel):
+    """The nodes alive now (seen within ``NODE_LEASE_S``) and the runs waiting on all of them (spec §26.7)."""
+
+    nodes: list[ClusterNodeView]
+    queued: int
+
+
 class LoopLagView(WireModel):
     """How late the API's event loop ran a timer, in ms: last sample, worst since start, p99 of the last minute."""
 
@@ -324,3 +347,5 @@ class HealthDetailsView(WireModel):
     file_warnings: list[str] = Field(default_factory=list)
     """``.env`` and data files other users can read, as found at startup (spec §25.4)."""
     database: DatabaseView | None = None
+    node: NodeView | None = None
+    cluster: ClusterView | None = None

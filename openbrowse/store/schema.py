@@ -113,3 +113,18 @@ webhook_outbox = sa.Table(
     sa.Column("finished_at", sa.Float),
     sa.Column("last_error", sa.Text),
 )
+
+nodes = sa.Table(
+    "nodes",
+    metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("url", sa.Text, nullable=False),
+    sa.Column("epoch", sa.BigInteger, nullable=False),
+    sa.Column("slots", sa.Integer, nullable=False),
+    sa.Column("busy", sa.Integer, nullable=False),
+    sa.Column("queued", sa.Integer, nullable=False),
+    sa.Column("draining", sa.Integer, nullable=False),
+    sa.Column("started_at", sa.Float, nullable=False),
+    sa.Column("last_seen_at", sa.Float, nullable=False),
+    sa.Column("left_at", sa.Float),
+)

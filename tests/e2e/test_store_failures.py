@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.e2e.servers import running_server
-from tests.support.postgres import ThrowawayPostgres, server_bin_dir
+from tests.support.postgres import TEST_CLUSTER_SECRET, ThrowawayPostgres, server_bin_dir
 from tests.support.server import ServerProcess, free_port
 
 pytestmark = [pytest.mark.e2e]
@@ -30,10 +30,20 @@ def serve(home: Path, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_a_database_down_at_start_is_one_sentence_and_exit_2(tmp_path: Path) -> None:
-    result = serve(tmp_path, DATABASE_URL=f"postgresql://openbrowse@127.0.0.1:{free_port()}/openbrowse")
+    result = serve(
+        tmp_path,
+        DATABASE_URL=f"postgresql://openbrowse@127.0.0.1:{free_port()}/openbrowse",
+        CLUSTER_SECRET=TEST_CLUSTER_SECRET,
+    )
     assert result.returncode == 2, result.stderr
     assert "The database (PostgreSQL at 127.0.0.1:" in result.stderr and "cannot be reached" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_postgresql_without_a_cluster_secret_is_one_sentence_and_exit_2(tmp_path: Path) -> None:
+    result = serve(tmp_path, DATABASE_URL=f"postgresql://openbrowse@127.0.0.1:{free_port()}/openbrowse")
+    assert result.returncode == 2, result.stderr
+    assert "so CLUSTER_SECRET must be set" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_a_database_url_of_another_kind_is_one_sentence_and_exit_2(tmp_path: Path) -> None:
@@ -57,7 +67,11 @@ def own_postgres() -> Iterator[ThrowawayPostgres]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, own_postgres: ThrowawayPostgres) -> Iterator[ServerProcess]:
-    env = {"DATABASE_URL": own_postgres.new_database(), "DATABASE_POOL_SIZE": "3"}
+    env = {
+        "DATABASE_URL": own_postgres.new_database(),
+        "DATABASE_POOL_SIZE": "3",
+        "CLUSTER_SECRET": TEST_CLUSTER_SECRET,
+    }
     with running_server(tmp_path_factory.mktemp("store-failures-home"), env) as process:
         yield process
 
