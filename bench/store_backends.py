@@ -8,8 +8,9 @@ and one with ``DATABASE_URL`` on a throwaway PostgreSQL from Debian's package (`
 same machine, durability off, as in the tests). Each iteration visits both, so the ratios hold under whatever
 load the machine has:
 
-* ``wrk -t2 -c20 --latency`` against the row of a finished session for ``--seconds``: p99 and req/s. On SQLite
-  the row is served from the read cache; on PostgreSQL every ``GET`` is a query (another node may have written);
+* ``wrk -t2 -c20 --latency`` against the row of a finished session for ``--seconds``: p99 and req/s. Both
+  serve the row from the read cache: SQLite because this process is the only writer, PostgreSQL while its
+  ``LISTEN`` connection hears every other node's writes (``store/change_notices.py``);
 * the scripted 4-step task on the fixture shop (navigate, open a product, go back, done), POST to end;
 * the server's RSS after both.
 

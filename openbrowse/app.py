@@ -53,6 +53,7 @@ from openbrowse.slots.confinement import report_sandbox
 from openbrowse.slots.pool import SlotPool
 from openbrowse.slots.slot_disk import report_disk_cap
 from openbrowse.store.browsers import BrowserRepo
+from openbrowse.store.change_notices import ChangeNotices
 from openbrowse.store.db import Database
 from openbrowse.store.feed import FeedRepo
 from openbrowse.store.nodes import NodeRepo
@@ -105,6 +106,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.file_warnings += report_disk_cap(app.state.sandbox_problem)
             session_repo = SessionRepo(db)
             feed_repo = FeedRepo(db)
+            if db.kind == "postgresql":  # hear the other nodes' writes (spec §26.4)
+                notices = await stack.enter_async_context(ChangeNotices(db.target))
+                session_repo.follow(notices)
+                feed_repo.follow(notices)
             activity = app.state.activity = ActivityBoard()
             session_repo.listen(activity.touch)
             feed_repo.listen(activity.touch)

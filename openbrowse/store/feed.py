@@ -14,7 +14,10 @@ from openbrowse.domain.feed import FeedEntry, Message
 from openbrowse.domain.ids import MessageId, SessionId, new_message_id
 from openbrowse.domain.redaction import REDACTORS
 from openbrowse.errors import InvalidRequest
+from openbrowse.store.change_notices import ChangeNotices, notices_of
 from openbrowse.store.schema import messages as table
+
+NOTICE_KIND = "feed"
 
 if TYPE_CHECKING:
     from openbrowse.store.db import Database
@@ -46,6 +49,14 @@ class FeedRepo:
         """Call ``listener(session_id)`` after every committed append (wakes the event streams)."""
         self._listeners.append(listener)
 
+    def follow(self, notices: ChangeNotices) -> None:
+        """On PostgreSQL: the listeners hear appends made on other nodes too (spec §26.4)."""
+        notices.on(NOTICE_KIND, self._appended)
+
+    def _appended(self, session_id: str) -> None:
+        for listener in self._listeners:
+            listener(session_id)
+
     async def append(self, session_id: SessionId, entry: FeedEntry) -> Message:
         redactor = REDACTORS.of(session_id)
         if redactor:  # spec §25.3: a session's secrets never reach its feed (and so neither its SSE stream)
@@ -63,9 +74,10 @@ class FeedRepo:
             "created_at": to_wire(created),
         }
         async with self._db.transaction() as conn:
-            seq = int((await conn.execute(table.insert().values(row).returning(table.c.seq))).scalar_one())
-        for listener in self._listeners:
-            listener(session_id)
+            notices = notices_of(conn.kind, NOTICE_KIND, session_id)
+            inserted = await conn.execute(table.insert().values(row).returning(table.c.seq, *notices))
+            seq = int(inserted.one()[0])
+        self._appended(session_id)
         return Message(
             id=message_id,
             session_id=session_id,

@@ -17,6 +17,7 @@ from openbrowse.domain.redaction import REDACTORS
 from openbrowse.domain.secrets import normalize_stored
 from openbrowse.domain.sessions import SessionRecord, SessionStatus
 from openbrowse.errors import SessionNotFound
+from openbrowse.store.change_notices import ChangeNotices, notices_of
 from openbrowse.store.read_cache import ReadCache
 from openbrowse.store.schema import sessions as table
 
@@ -35,6 +36,7 @@ _REDACTED_COLUMNS = ("output", "last_step_summary")
 _QUEUE_LOCK_KEY = 0x0B_5E_51
 """PostgreSQL: the advisory lock around drawing the next queue place (SQLite serialises writes already)."""
 VIEW_CACHE_SIZE = 256
+NOTICE_KIND = "session"
 """Rows kept for :meth:`SessionRepo.view` (the sessions being polled; a few KiB each)."""
 
 
@@ -111,6 +113,21 @@ class SessionRepo:
         self._hooks: list[tuple[ChangeHook, Concerns]] = []
         self._watchers: list[tuple[ChangeWatcher, Concerns]] = []
         self._views: ReadCache[str, SessionRecord] = ReadCache(VIEW_CACHE_SIZE)
+        self._notices: ChangeNotices | None = None
+
+    def follow(self, notices: ChangeNotices) -> None:
+        """On PostgreSQL: hear the other nodes' writes, so views may be kept in memory (while the notices are heard)
+        and event streams wake for changes made elsewhere (spec §26.4)."""
+        self._notices = notices
+        notices.on(NOTICE_KIND, self._written_elsewhere)
+        notices.on_lost(self._views.clear)
+
+    def _written_elsewhere(self, session_id: str) -> None:
+        self._views.forget(session_id)
+        self._changed(session_id)
+
+    def _views_trusted(self) -> bool:
+        return self._db.single_process or (self._notices is not None and self._notices.listening)
 
     def listen(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(session_id)`` after every committed update or delete (wakes the event streams)."""
@@ -142,7 +159,8 @@ class SessionRepo:
             async with self._db.transaction() as conn:
                 if enqueue:
                     await self._db.serialise(conn, _QUEUE_LOCK_KEY)
-                result = await conn.execute(table.insert().values(values).returning(table.c.queue_seq))
+                notices = notices_of(conn.kind, NOTICE_KIND, record.id)
+                result = await conn.execute(table.insert().values(values).returning(table.c.queue_seq, *notices))
                 if enqueue:
                     seq = result.scalar_one()
                     record = record.evolve(queue_seq=int(seq) if seq is not None else None)
@@ -161,8 +179,9 @@ class SessionRepo:
     async def view(self, session_id: str) -> SessionRecord:
         """Like :meth:`get`, but the record may be shared with other readers: for display only, never mutated.
 
-        On SQLite served from memory while no write happened since it was read (the API's polls cost no database
-        hop); on PostgreSQL other nodes write too, so every view is read from the database."""
+        Served from memory while no write happened since it was read (the API's polls cost no database hop). On
+        PostgreSQL other nodes write too: views are kept only while their writes are heard (``follow``), so a view
+        is at most as old as the notice of a write on another node takes to arrive."""
         record = await self.find_view(session_id)
         if record is None:
             raise SessionNotFound()
@@ -170,7 +189,7 @@ class SessionRepo:
 
     async def find_view(self, session_id: str) -> SessionRecord | None:
         """Like :meth:`find`, shared as :meth:`view` is."""
-        if not self._db.single_process:
+        if not self._views_trusted():
             return await self.find(session_id)
         cached = self._views.get(session_id)
         if cached is not None:
@@ -202,7 +221,8 @@ class SessionRepo:
                 if enqueue:
                     await self._db.serialise(conn, _QUEUE_LOCK_KEY)
                 before = await _read_in(conn, session_id) if hooks or watchers else None
-                statement = table.update().where(table.c.id == session_id).values(values).returning(*table.c)
+                notices = notices_of(conn.kind, NOTICE_KIND, session_id)
+                statement = table.update().where(table.c.id == session_id).values(values).returning(*table.c, *notices)
                 row = (await conn.execute(statement)).mappings().first()  # the row as this write left it
                 if row is None:
                     raise SessionNotFound()
@@ -232,8 +252,9 @@ class SessionRepo:
     async def delete(self, session_id: str) -> None:
         with self._views.writing(session_id):
             async with self._db.transaction() as conn:
-                result = await conn.execute(table.delete().where(table.c.id == session_id))
-                if result.rowcount == 0:
+                notices = notices_of(conn.kind, NOTICE_KIND, session_id)
+                deleted = table.delete().where(table.c.id == session_id).returning(table.c.id, *notices)
+                if (await conn.execute(deleted)).first() is None:
                     raise SessionNotFound()
         await self._db.scrub()  # the row may have held secrets (a keep-alive session keeps them until then)
         self._changed(session_id)
