@@ -1,15 +1,23 @@
-"""Nodes (spec §26.2, §26.7): two real servers on one PostgreSQL database, with disjoint slot ranges on one host,
-each list both in ``/health/details`` with what they hold; a node that stops cleanly leaves the list at once."""
+"""Nodes (spec §26.2, §26.4, §26.7): two real servers on one PostgreSQL database, with disjoint slot ranges on one
+host, each list both in ``/health/details`` with what they hold; a node that stops cleanly leaves the list at once;
+a run on one node is read, and followed live over SSE, from the other (real Chromium, the fake provider)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
+from httpx_sse import connect_sse
 
-from tests.e2e.servers import running_server
+from tests.e2e.agent_support import agent_steps, create, get, messages, token, wait_until_status
+from tests.e2e.servers import agent_env, running_server
+from tests.fakes.llm_script import Gate, done, navigate, structured
+from tests.fakes.llm_server import FakeProvider
+from tests.fakes.site import FixtureSites
+from tests.support.display import needs_display
 from tests.support.postgres import TEST_CLUSTER_SECRET, ThrowawayPostgres
 from tests.support.server import ServerProcess
 
@@ -33,8 +41,11 @@ def database(throwaway_postgres: ThrowawayPostgres) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def first(tmp_path_factory: pytest.TempPathFactory, database: dict[str, str]) -> Iterator[ServerProcess]:
-    with running_server(tmp_path_factory.mktemp("node-a"), {**database, "NODE_ID": "node-a"}, slots=2) as server:
+def first(
+    tmp_path_factory: pytest.TempPathFactory, database: dict[str, str], fake: FakeProvider
+) -> Iterator[ServerProcess]:
+    env = agent_env(fake, **database, NODE_ID="node-a")
+    with running_server(tmp_path_factory.mktemp("node-a"), env, slots=2) as server:
         yield server
 
 
@@ -63,3 +74,41 @@ def test_sqlite_is_a_cluster_of_one(tmp_path_factory: pytest.TempPathFactory) ->
         body = details(server)
         assert body["node"]["id"] == "alone"
         assert [node["id"] for node in body["cluster"]["nodes"]] == ["alone"]
+
+
+@needs_display
+@pytest.mark.display
+def test_a_run_on_one_node_is_read_and_followed_live_from_another(
+    first: ServerProcess,
+    tmp_path_factory: pytest.TempPathFactory,
+    database: dict[str, str],
+    fake: FakeProvider,
+    site: FixtureSites,
+) -> None:
+    marker, gate = token("NODES"), Gate()
+    fake.script(
+        marker,
+        [navigate(f"{site.url}/"), structured(navigate(f"{site.url}/form"), gate=gate), done("Both pages seen.")],
+        when=agent_steps,
+    )
+    with running_server(tmp_path_factory.mktemp("node-reader"), {**database, "NODE_ID": "node-reader"}) as reader:
+        session_id = create(first, task=f"{marker} Look at {site.url}/ and then the form.")["id"]
+        assert gate.wait_entered(60), "the run's second step never came"
+        assert get(reader, session_id)["status"] == "running"
+        events: list[tuple[str, dict[str, object]]] = []
+        url = f"{reader.v3}/sessions/{session_id}/events"
+        with httpx.Client(timeout=60) as client, connect_sse(client, "GET", url) as source:
+            for event in source.iter_sse():
+                if not event.data:
+                    continue
+                events.append((event.event, json.loads(event.data)))
+                if event.event == "status" and events[-1][1]["status"] == "running" and not gate.is_open:
+                    gate.open()  # the stream on the other node is open: let the run finish on its own node
+                if event.event == "status" and events[-1][1]["status"] in {"stopped", "idle", "error"}:
+                    break
+        finished = wait_until_status(first, session_id, {"stopped", "idle"})
+        assert get(reader, session_id)["status"] == finished["status"]
+        streamed = [payload["id"] for kind, payload in events if kind == "message"]
+        assert streamed == [message["id"] for message in messages(reader, session_id)], "every message, live"
+        assert streamed == [message["id"] for message in messages(first, session_id)]
+        assert events[-1][0] == "status" and events[-1][1]["status"] == finished["status"]
