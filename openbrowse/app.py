@@ -26,8 +26,10 @@ from openbrowse.api.routes.files import install_file_routes
 from openbrowse.api.stream_places import StreamPlaces
 from openbrowse.api.view_tokens import ViewTokens
 from openbrowse.bootstrap import empty_temp_dir, prepare_process_environment
-from openbrowse.cluster.presence import NodePresence, node_load
+from openbrowse.cluster.presence import NodePresence, node_load, stop_this_process
+from openbrowse.cluster.reaper import NodeReaper
 from openbrowse.config import Settings
+from openbrowse.domain.clock import utc_now
 from openbrowse.errors import ConfigError, InvalidRequest
 from openbrowse.file_modes import log_loose_files
 from openbrowse.llm.catalog import EFFORTS, MODELS, resolve_model
@@ -58,6 +60,7 @@ from openbrowse.store.db import Database
 from openbrowse.store.feed import FeedRepo
 from openbrowse.store.nodes import NodeRepo
 from openbrowse.store.outbox import SESSION_EVENT_FIELDS, WebhookOutbox
+from openbrowse.store.ownership import NodeOwnership
 from openbrowse.store.profiles import ProfileRepo
 from openbrowse.store.sessions import SessionRepo
 from openbrowse.store.target import store_target
@@ -104,8 +107,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.database_kind, app.state.database_ping = db.kind, db.ping  # /health (spec §26.1)
             app.state.file_warnings = await asyncio.to_thread(log_loose_files, settings)  # spec §25.4
             app.state.file_warnings += report_disk_cap(app.state.sandbox_problem)
-            session_repo = SessionRepo(db)
-            feed_repo = FeedRepo(db)
+            ownership = NodeOwnership(None if db.single_process else settings.node[0])  # spec §26.3, §26.5
+            session_repo = SessionRepo(db, ownership=ownership)
+            feed_repo = FeedRepo(db, ownership=ownership)
             if db.kind == "postgresql":  # hear the other nodes' writes (spec §26.4)
                 notices = await stack.enter_async_context(ChangeNotices(db.target))
                 session_repo.follow(notices)
@@ -128,7 +132,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 )
             )
             session_repo.listen(lambda _session_id: webhooks.wake())
-            browser_repo = BrowserRepo(db)
+            browser_repo = BrowserRepo(db, ownership=ownership)
             browser_repo.on_end(outbox.browser_ended)
             browser_repo.watch_ends(service_metrics.browser_ended)
             browser_repo.watch_ends(lambda _browser: webhooks.wake())
@@ -141,6 +145,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                     url=node_url,
                     lease_s=settings.NODE_LEASE_S,
                     load=lambda: node_load(pool.stats(), draining=maintenance.draining),
+                    ownership=ownership,
+                    on_fenced=None if db.single_process else stop_this_process,
                 )
             )
             # Only now does the pool's run lock say the data dir is ours: a second instance never empties it.
@@ -180,6 +186,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 settings=settings,
             )
             app.state.browsers = await stack.enter_async_context(raw_browsers)
+            if not db.single_process:  # a survivor ends the work of nodes that stopped heartbeating (spec §26.5)
+                await stack.enter_async_context(
+                    NodeReaper(
+                        NodeRepo(db),
+                        app.state.presence,
+                        end_sessions=manager.adopt,
+                        end_browsers=lambda ids: browser_repo.stop_adopted(ids, finished_at=utc_now()),
+                    )
+                )
             # MCP browser tools: one shared Chromium on its own slot, one context per MCP session (spec §23.3);
             # built with Playwright on the first browser tool call
             app.state.browser_tools = await stack.enter_async_context(

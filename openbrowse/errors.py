@@ -20,6 +20,7 @@ OpenBrowseError
 │   ├── SandboxUnavailable      (slots.sandbox) the host refuses the sandbox and ALLOW_UNSANDBOXED is not set
 │   └── SlotBlocked             (slots.foreign) a slot's display or port belongs to another program
 ├── StoreUnavailable            the database cannot be reached, at start-up or after the retries (503)
+│   └── NodeFenced              the cluster declared this node gone: its writes are refused (503)
 ├── OverLimit                   a bound of the control plane is reached: the queue, the event streams (429)
 │   └── CapacityExceeded        (sessions.browser_capacity) every slot is busy and the caller would not wait
 ├── SlotUnreachable             (slots.netns) a pinned endpoint inside a slot is gone; callers retry or end
@@ -39,6 +40,7 @@ __all__ = [
     "InvalidRequest",
     "InvalidTransition",
     "MalformedRequest",
+    "NodeFenced",
     "NotFound",
     "NotPausable",
     "NotPaused",
@@ -191,6 +193,12 @@ class StoreUnavailable(OpenBrowseError):
     """The database cannot be reached (at start-up, or mid-run after the retries gave up): HTTP 503."""
 
     code = "store_unavailable"
+
+
+class NodeFenced(StoreUnavailable):
+    """The cluster declared this node gone (it stopped heartbeating), so its writes are refused (spec §26.5)."""
+
+    code = "node_fenced"
 
 
 class OverLimit(OpenBrowseError):

@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
@@ -22,6 +24,7 @@ from openbrowse.errors import StoreUnavailable
 from openbrowse.shielding import run_shielded
 from openbrowse.slots.pool import PoolStats
 from openbrowse.store.nodes import Membership, NodeLoad, NodeRepo, NodeRow
+from openbrowse.store.ownership import NodeOwnership
 
 logger = logging.getLogger(__name__)
 
@@ -32,6 +35,14 @@ class ClusterView:
 
     nodes: list[NodeRow]
     queued: int
+
+
+def stop_this_process() -> None:
+    """What a fenced node does: its runs and browsers belong to others now, so it shuts down as on SIGTERM (its
+    browsers are torn down, its writes are refused) and comes back fresh, under a new epoch, when its supervisor
+    restarts it."""
+    logger.error("This node was declared gone by the cluster: shutting down")
+    os.kill(os.getpid(), signal.SIGTERM)
 
 
 def node_load(stats: PoolStats, *, draining: bool) -> NodeLoad:
@@ -48,8 +59,12 @@ class NodePresence:
         url: str,
         lease_s: float,
         load: Callable[[], NodeLoad],
+        ownership: NodeOwnership | None = None,
+        on_fenced: Callable[[], None] | None = None,
     ) -> None:
         self._repo = repo
+        self._ownership = ownership
+        self._on_fenced = on_fenced
         self.node_id = node_id
         self.url = url
         self.lease_s = lease_s
@@ -60,11 +75,14 @@ class NodePresence:
         """Another registration took this id: this process no longer speaks for the node."""
 
     @property
-    def epoch(self) -> int | None:
-        return self._member.epoch if self._member is not None else None
+    def member(self) -> Membership | None:
+        """This node's registration while it holds one (None once fenced or closed)."""
+        return None if self.fenced else self._member
 
     async def __aenter__(self) -> NodePresence:
-        self._member = await self._repo.register(self.node_id, self.url, self._load().slots)
+        self._member = await self._repo.register(self.node_id, self.url, self._load().slots, self.lease_s)
+        if self._ownership is not None:
+            self._ownership.hold(self._member.epoch)  # from now on this node's writes carry its fence
         if self._member.epoch > 1:
             logger.info("Node %s registered again (epoch %d)", self.node_id, self._member.epoch)
         self._beating = asyncio.create_task(self._beat(self._member), name=f"node-heartbeat-{self.node_id}")
@@ -107,8 +125,10 @@ class NodePresence:
                     "stops heartbeating under that id",
                     self.node_id,
                 )
+                if self._on_fenced is not None:
+                    self._on_fenced()
                 return
 
     async def cluster(self) -> ClusterView:
-        nodes = await self._repo.alive(self.lease_s)
+        nodes = await self._repo.alive()
         return ClusterView(nodes=nodes, queued=sum(node.queued for node in nodes))

@@ -92,6 +92,8 @@ class SessionRecord:
     """Each turn's display is recorded to the session's ``recordings/`` (spec §22.1)."""
     webhook_url: str | None = None
     """This session's own webhook target (spec §22.4), besides ``WEBHOOK_URL``."""
+    owner_node: str | None = None
+    """The node that last started or queued its run, and holds its browser while one is up (spec §26.3)."""
 
     @property
     def total_cost_usd(self) -> Decimal:

@@ -33,7 +33,7 @@ from openbrowse.sessions.follow_ups import check_accepts_follow_up, follow_up_ch
 from openbrowse.sessions.held_secrets import HeldSecrets
 from openbrowse.sessions.locks import KeyedLocks
 from openbrowse.sessions.max_duration import end_overdue_sessions, refuse_if_overdue
-from openbrowse.sessions.recordings import finalize_leftovers
+from openbrowse.sessions.reconcile import adopt_from_dead_node, reconcile_after_restart
 from openbrowse.sessions.requests import (
     SessionCreate,
     resolve_session_effort,
@@ -102,30 +102,16 @@ class SessionManager:
             raise BrowserUnavailable("The server restarts for maintenance; start the session again once it is back")
 
     async def _reconcile_after_restart(self) -> None:
-        for record in await self.sessions.with_secrets():
-            self._secrets.hold(record.id, record.sensitive_data)
-        for record in await self.sessions.with_status(SessionStatus.RUNNING):
-            await self.apply(
-                record.id,
-                Trigger.RESTART_INTERRUPT,
-                last_step_summary="Interrupted by server restart",
-                failure_kind=None,
-                failure_status_code=None,
-                live_url=None,
-                browser_live=False,
-            )
-            await self.feed.append(record.id, FeedEntry.system("restart", "Interrupted by server restart"))
-            await asyncio.to_thread(finalize_leftovers, self._settings.sessions_dir / record.id)  # cut short by it
-        for record in await self.sessions.with_status(SessionStatus.IDLE):
-            if record.browser_live:
-                await self.apply(record.id, Trigger.GO_COLD, live_url=None, browser_live=False)
-        for record in await self.sessions.queued():
-            await self.apply(record.id, Trigger.RESTART_REQUEUE)
-            await self.feed.append(
-                record.id, FeedEntry.system("restart", "Re-queued after a server restart; the run had not started")
-            )
-            self._spawn(record.id)
+        await reconcile_after_restart(self, self._spawn, self._settings.sessions_dir)
         await self._sweep()
+
+    async def adopt(self, node_id: str, session_ids: list[str]) -> None:
+        """Take over the sessions of a dead node that this node adopted (spec §26.5)."""
+        await adopt_from_dead_node(self, self._spawn, self._settings.sessions_dir, node_id, session_ids)
+
+    def hold_secrets(self, record: SessionRecord) -> None:
+        """Keep ``record``'s secrets out of everything this process writes (spec §25.3)."""
+        self._secrets.hold(record.id, record.sensitive_data)
 
     async def _sweep(self) -> None:
         await self.expire_stale_shells()

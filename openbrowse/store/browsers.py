@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import fields
+from dataclasses import fields, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +15,7 @@ from openbrowse.domain.browsers import BrowserRecord, BrowserStatus, BrowserStop
 from openbrowse.domain.clock import from_wire, to_wire
 from openbrowse.domain.ids import BrowserId
 from openbrowse.errors import BrowserNotFound
+from openbrowse.store.ownership import NodeOwnership, where_all
 from openbrowse.store.schema import browsers as table
 
 if TYPE_CHECKING:
@@ -77,8 +78,9 @@ def _stopped(reason: BrowserStopReason, finished_at: datetime) -> dict[str, Any]
 
 
 class BrowserRepo:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, ownership: NodeOwnership | None = None) -> None:
         self._db = db
+        self._ownership = ownership or NodeOwnership()
         self._end_hooks: list[EndHook] = []
         self._end_watchers: list[EndWatcher] = []
 
@@ -107,6 +109,8 @@ class BrowserRepo:
                 watcher(record)
 
     async def insert(self, record: BrowserRecord) -> BrowserRecord:
+        if record.owner_node is None and self._ownership.node_id is not None:
+            record = replace(record, owner_node=self._ownership.node_id)
         values = {name: _to_column(name, getattr(record, name)) for name in _COLUMNS}
         async with self._db.transaction() as conn:
             await conn.execute(table.insert().values(values))
@@ -127,7 +131,7 @@ class BrowserRepo:
         async with self._db.transaction() as conn:
             await conn.execute(
                 table.update()
-                .where(table.c.id == browser_id)
+                .where(*where_all(table.c.id == browser_id, self._ownership.fence()))
                 .values(started_at=to_wire(started_at), timeout_at=to_wire(timeout_at), queue_expires_at=None)
             )
         return await self.get(browser_id)
@@ -139,7 +143,13 @@ class BrowserRepo:
         async with self._db.transaction() as conn:
             result = await conn.execute(
                 table.update()
-                .where(table.c.id == browser_id, table.c.status == str(BrowserStatus.ACTIVE))
+                .where(
+                    *where_all(
+                        table.c.id == browser_id,
+                        table.c.status == str(BrowserStatus.ACTIVE),
+                        self._ownership.fence(),
+                    )
+                )
                 .values(_stopped(reason, finished_at))
             )
             ended = await self._ended_in(conn, [browser_id]) if result.rowcount else []
@@ -147,11 +157,21 @@ class BrowserRepo:
         return await self.get(browser_id)
 
     async def stop_all_active(self, *, reason: BrowserStopReason, finished_at: datetime) -> int:
-        """Mark every ``active`` row stopped (start-up reconciliation); return how many there were."""
+        """Mark every ``active`` row of this node stopped (start-up reconciliation); return how many there were."""
+        mine = where_all(table.c.status == str(BrowserStatus.ACTIVE), self._ownership.mine(table.c.owner_node))
+        return await self._stop_where(mine, reason, finished_at)
+
+    async def stop_adopted(self, browser_ids: list[str], *, finished_at: datetime) -> int:
+        """End the browsers this node adopted from a node that died (spec §26.5): ``lost``, ``runner_lost``."""
+        if not browser_ids:
+            return 0
+        adopted = [table.c.status == str(BrowserStatus.ACTIVE), table.c.id.in_(browser_ids)]
+        return await self._stop_where(adopted, BrowserStopReason.NODE_LOST, finished_at)
+
+    async def _stop_where(self, where: list[Any], reason: BrowserStopReason, finished_at: datetime) -> int:
         async with self._db.transaction() as conn:
-            is_active = table.c.status == str(BrowserStatus.ACTIVE)
-            active = [str(found) for found in (await conn.execute(sa.select(table.c.id).where(is_active))).scalars()]
-            result = await conn.execute(table.update().where(is_active).values(_stopped(reason, finished_at)))
+            active = [str(found) for found in (await conn.execute(sa.select(table.c.id).where(*where))).scalars()]
+            result = await conn.execute(table.update().where(*where).values(_stopped(reason, finished_at)))
             ended = await self._ended_in(conn, active)
         self._announce(ended)
         return int(result.rowcount or 0)

@@ -13,8 +13,9 @@ from openbrowse.domain.clock import Clock, from_wire, to_wire, utc_now
 from openbrowse.domain.feed import FeedEntry, Message
 from openbrowse.domain.ids import MessageId, SessionId, new_message_id
 from openbrowse.domain.redaction import REDACTORS
-from openbrowse.errors import InvalidRequest
+from openbrowse.errors import InvalidRequest, NodeFenced
 from openbrowse.store.change_notices import ChangeNotices, notices_of
+from openbrowse.store.ownership import NodeOwnership
 from openbrowse.store.schema import messages as table
 
 NOTICE_KIND = "feed"
@@ -40,9 +41,10 @@ def _message(row: RowMapping) -> Message:
 class FeedRepo:
     """Implements :class:`openbrowse.domain.feed.FeedSink`."""
 
-    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+    def __init__(self, db: Database, clock: Clock = utc_now, ownership: NodeOwnership | None = None) -> None:
         self._db = db
         self._clock = clock
+        self._ownership = ownership or NodeOwnership()
         self._listeners: list[Callable[[str], None]] = []
 
     def listen(self, listener: Callable[[str], None]) -> None:
@@ -75,8 +77,16 @@ class FeedRepo:
         }
         async with self._db.transaction() as conn:
             notices = notices_of(conn.kind, NOTICE_KIND, session_id)
-            inserted = await conn.execute(table.insert().values(row).returning(table.c.seq, *notices))
-            seq = int(inserted.one()[0])
+            fence = self._ownership.fence()
+            if fence is None:
+                insert = table.insert().values(row)
+            else:  # the row goes in only while this node is still the one it registered as (spec §26.5)
+                values = sa.select(*(sa.literal(value, table.c[name].type) for name, value in row.items())).where(fence)
+                insert = table.insert().from_select(list(row), values)
+            inserted = (await conn.execute(insert.returning(table.c.seq, *notices))).first()
+            if inserted is None:
+                raise NodeFenced("This node was declared gone by the cluster, so it no longer writes; it must restart")
+            seq = int(inserted[0])
         self._appended(session_id)
         return Message(
             id=message_id,

@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from openbrowse.store.schema import nodes as table
+from openbrowse.domain.browsers import BrowserStatus
+from openbrowse.domain.sessions import SessionStatus
+from openbrowse.store.schema import browsers, nodes as table, sessions
 
 if TYPE_CHECKING:
     from openbrowse.store.db import Database, Tx
@@ -44,6 +46,19 @@ class NodeLoad:
 
 
 @dataclass(frozen=True, slots=True)
+class Adopted:
+    """What a survivor took over from a dead node: the node, and the ids of its sessions and raw browsers."""
+
+    node_id: str
+    session_ids: list[str]
+    browser_ids: list[str]
+
+
+_HELD_STATUSES = [str(SessionStatus.RUNNING), str(SessionStatus.IDLE), str(SessionStatus.CREATED)]
+"""The statuses in which a session may be held by its node (a run, a parked browser, a queued task)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Membership:
     """What this node holds in the cluster: its id and the epoch its registration started."""
 
@@ -63,8 +78,9 @@ class NodeRepo:
         self._db = db
         self._now = database_now(db.kind)
 
-    async def register(self, node_id: str, url: str, slots: int) -> Membership:
-        """Claim ``node_id`` for this process with a new epoch (the row's epoch + 1, or 1 for a new id)."""
+    async def register(self, node_id: str, url: str, slots: int, lease_s: float = 15.0) -> Membership:
+        """Claim ``node_id`` for this process with a new epoch (the row's epoch + 1, or 1 for a new id). The node is
+        dead once it has not been seen for its own ``lease_s``, whatever the other nodes' leases are."""
         async with self._db.transaction() as tx:
             await self._db.serialise(tx, _node_lock_key(node_id))
             epoch = await self._next_epoch(tx, node_id)
@@ -72,6 +88,7 @@ class NodeRepo:
                 "url": url,
                 "epoch": epoch,
                 "slots": slots,
+                "lease_s": lease_s,
                 "busy": 0,
                 "queued": 0,
                 "draining": 0,
@@ -117,11 +134,53 @@ class NodeRepo:
                 .values(left_at=self._now, busy=0, queued=0)
             )
 
-    async def alive(self, lease_s: float) -> list[NodeRow]:
-        """The nodes seen within ``lease_s`` that have not left, oldest registration first."""
+    async def claim_dead(self, member: Membership) -> list[Adopted]:
+        """Declare gone every other node not seen for its lease and adopt its sessions and active raw browsers, in
+        one transaction: their rows name ``member`` from then on, and the dead node's writes are refused (its fence
+        no longer holds). Each dead node is claimed by exactly one survivor (``FOR UPDATE SKIP LOCKED``); a
+        survivor that is itself fenced claims nothing."""
+        adopted: list[Adopted] = []
+        async with self._db.transaction() as tx:
+            if not await self._still_registered(tx, member):
+                return []
+            dead_query = sa.select(table.c.id).where(
+                table.c.left_at.is_(None),
+                table.c.last_seen_at < self._now - table.c.lease_s,
+                table.c.id != member.node_id,
+            )
+            if tx.kind == "postgresql":
+                dead_query = dead_query.with_for_update(skip_locked=True)
+            for node_id in [str(found) for found in (await tx.execute(dead_query)).scalars()]:
+                await tx.execute(
+                    table.update().where(table.c.id == node_id).values(left_at=self._now, busy=0, queued=0)
+                )
+                held = await tx.execute(
+                    sessions.update()
+                    .where(sessions.c.owner_node == node_id, sessions.c.status.in_(_HELD_STATUSES))
+                    .values(owner_node=member.node_id)
+                    .returning(sessions.c.id)
+                )
+                session_ids = [str(found) for found in held.scalars()]
+                active = await tx.execute(
+                    browsers.update()
+                    .where(browsers.c.owner_node == node_id, browsers.c.status == str(BrowserStatus.ACTIVE))
+                    .values(owner_node=member.node_id)
+                    .returning(browsers.c.id)
+                )
+                adopted.append(Adopted(node_id, session_ids, [str(found) for found in active.scalars()]))
+        return adopted
+
+    async def _still_registered(self, tx: Tx, member: Membership) -> bool:
+        query = sa.select(table.c.id).where(
+            table.c.id == member.node_id, table.c.epoch == member.epoch, table.c.left_at.is_(None)
+        )
+        return (await tx.execute(query)).first() is not None
+
+    async def alive(self) -> list[NodeRow]:
+        """The nodes seen within their lease that have not left, oldest registration first."""
         rows = await self._db.fetch_all(
             sa.select(table)
-            .where(table.c.left_at.is_(None), table.c.last_seen_at > self._now - lease_s)
+            .where(table.c.left_at.is_(None), table.c.last_seen_at > self._now - table.c.lease_s)
             .order_by(table.c.started_at, table.c.id)
         )
         return [_node_row(row) for row in rows]

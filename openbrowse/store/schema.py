@@ -48,6 +48,7 @@ sessions = sa.Table(
     sa.Column("max_duration_ms", sa.Integer),
     sa.Column("enable_recording", sa.Integer, nullable=False),
     sa.Column("webhook_url", sa.Text),
+    sa.Column("owner_node", sa.Text),
 )
 
 messages = sa.Table(
@@ -96,6 +97,7 @@ browsers = sa.Table(
     sa.Column("queued_at", sa.Text),
     sa.Column("queue_expires_at", sa.Text),
     sa.Column("enable_recording", sa.Integer, nullable=False),
+    sa.Column("owner_node", sa.Text),
 )
 
 webhook_outbox = sa.Table(
@@ -121,6 +123,7 @@ nodes = sa.Table(
     sa.Column("url", sa.Text, nullable=False),
     sa.Column("epoch", sa.BigInteger, nullable=False),
     sa.Column("slots", sa.Integer, nullable=False),
+    sa.Column("lease_s", sa.Float, nullable=False),
     sa.Column("busy", sa.Integer, nullable=False),
     sa.Column("queued", sa.Integer, nullable=False),
     sa.Column("draining", sa.Integer, nullable=False),

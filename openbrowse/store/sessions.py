@@ -16,8 +16,9 @@ from openbrowse.domain.ids import SessionId
 from openbrowse.domain.redaction import REDACTORS
 from openbrowse.domain.secrets import normalize_stored
 from openbrowse.domain.sessions import SessionRecord, SessionStatus
-from openbrowse.errors import SessionNotFound
+from openbrowse.errors import NodeFenced, SessionNotFound
 from openbrowse.store.change_notices import ChangeNotices, notices_of
+from openbrowse.store.ownership import NodeOwnership, where_all
 from openbrowse.store.read_cache import ReadCache
 from openbrowse.store.schema import sessions as table
 
@@ -99,6 +100,11 @@ async def _read_in(conn: Tx, session_id: str) -> SessionRecord | None:
     return _from_row(row) if row is not None else None
 
 
+def _holds_a_run(changes: Mapping[str, Any]) -> bool:
+    """A write that starts a run or queues a task: the writing node holds the session from now on."""
+    return changes.get("status") is SessionStatus.RUNNING or changes.get("pending_task") is not None
+
+
 def _concerned(observers: list[tuple[T, Concerns]], changed: Collection[str]) -> list[T]:
     return [observer for observer, concerns in observers if concerns is None or not set(concerns).isdisjoint(changed)]
 
@@ -106,9 +112,10 @@ def _concerned(observers: list[tuple[T, Concerns]], changed: Collection[str]) ->
 class SessionRepo:
     """The only writer of the ``sessions`` table (its read cache relies on it: see ``read_cache.py``)."""
 
-    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+    def __init__(self, db: Database, clock: Clock = utc_now, ownership: NodeOwnership | None = None) -> None:
         self._db = db
         self._clock = clock
+        self._ownership = ownership or NodeOwnership()
         self._listeners: list[Callable[[str], None]] = []
         self._hooks: list[tuple[ChangeHook, Concerns]] = []
         self._watchers: list[tuple[ChangeWatcher, Concerns]] = []
@@ -152,6 +159,7 @@ class SessionRepo:
 
     async def insert(self, record: SessionRecord, *, enqueue: bool = False) -> SessionRecord:
         """Insert ``record``; with ``enqueue`` it takes the next queue place, drawn in the same transaction."""
+        record = record.evolve(**self._ownership.claim()) if record.owner_node is None else record
         values: dict[str, Any] = {name: _to_column(name, getattr(record, name)) for name in _COLUMNS}
         if enqueue:
             values["queue_seq"] = _next_queue_seq()
@@ -206,6 +214,8 @@ class SessionRepo:
         if unknown:
             raise ValueError(f"unknown session fields: {sorted(unknown)}")
         changes["updated_at"] = self._clock()
+        if _holds_a_run(changes):
+            changes.update(self._ownership.claim())
         redactor = REDACTORS.of(session_id)
         for name in _REDACTED_COLUMNS:
             if name in changes and redactor:
@@ -222,10 +232,11 @@ class SessionRepo:
                     await self._db.serialise(conn, _QUEUE_LOCK_KEY)
                 before = await _read_in(conn, session_id) if hooks or watchers else None
                 notices = notices_of(conn.kind, NOTICE_KIND, session_id)
-                statement = table.update().where(table.c.id == session_id).values(values).returning(*table.c, *notices)
+                fenced = where_all(table.c.id == session_id, self._ownership.fence())
+                statement = table.update().where(*fenced).values(values).returning(*table.c, *notices)
                 row = (await conn.execute(statement)).mappings().first()  # the row as this write left it
                 if row is None:
-                    raise SessionNotFound()
+                    raise await self._refusal(conn, session_id)
                 after = _from_row(row)
                 if before is not None:
                     for hook in hooks:
@@ -253,9 +264,10 @@ class SessionRepo:
         with self._views.writing(session_id):
             async with self._db.transaction() as conn:
                 notices = notices_of(conn.kind, NOTICE_KIND, session_id)
-                deleted = table.delete().where(table.c.id == session_id).returning(table.c.id, *notices)
+                fenced = where_all(table.c.id == session_id, self._ownership.fence())
+                deleted = table.delete().where(*fenced).returning(table.c.id, *notices)
                 if (await conn.execute(deleted)).first() is None:
-                    raise SessionNotFound()
+                    raise await self._refusal(conn, session_id)
         await self._db.scrub()  # the row may have held secrets (a keep-alive session keeps them until then)
         self._changed(session_id)
 
@@ -269,9 +281,22 @@ class SessionRepo:
         )
         return [_from_row(row) for row in rows], total
 
+    async def _refusal(self, conn: Tx, session_id: str) -> Exception:
+        """Why an update or delete found no row: the row is gone, or this node was fenced out of the cluster."""
+        if self._ownership.fence() is None:
+            return SessionNotFound()
+        exists = (await conn.execute(sa.select(table.c.id).where(table.c.id == session_id))).first()
+        if exists is None:
+            return SessionNotFound()
+        return NodeFenced("This node was declared gone by the cluster, so it no longer writes; it must restart")
+
     async def with_status(self, *statuses: SessionStatus) -> list[SessionRecord]:
+        """This node's sessions in ``statuses`` (on one process: all of them), oldest first."""
+        in_status = table.c.status.in_([str(s) for s in statuses])
         rows = await self._db.fetch_all(
-            sa.select(table).where(table.c.status.in_([str(s) for s in statuses])).order_by(table.c.created_at)
+            sa.select(table)
+            .where(*where_all(in_status, self._ownership.mine(table.c.owner_node)))
+            .order_by(table.c.created_at)
         )
         return [_from_row(row) for row in rows]
 
@@ -281,10 +306,11 @@ class SessionRepo:
         return [_from_row(row) for row in rows]
 
     async def queued(self) -> list[SessionRecord]:
-        """Sessions whose dispatched task never started, in submission order."""
+        """This node's sessions whose dispatched task never started, in submission order."""
+        waiting = (table.c.status == str(SessionStatus.CREATED), table.c.pending_task.is_not(None))
         rows = await self._db.fetch_all(
             sa.select(table)
-            .where(table.c.status == str(SessionStatus.CREATED), table.c.pending_task.is_not(None))
+            .where(*where_all(*waiting, self._ownership.mine(table.c.owner_node)))
             .order_by(table.c.queue_seq)
         )
         return [_from_row(row) for row in rows]

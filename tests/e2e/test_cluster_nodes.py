@@ -5,6 +5,8 @@ a run on one node is read, and followed live over SSE, from the other (real Chro
 from __future__ import annotations
 
 import json
+import os
+import signal
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +22,7 @@ from tests.fakes.site import FixtureSites
 from tests.support.display import needs_display
 from tests.support.postgres import TEST_CLUSTER_SECRET, ThrowawayPostgres
 from tests.support.server import ServerProcess
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e]
 
@@ -112,3 +115,53 @@ def test_a_run_on_one_node_is_read_and_followed_live_from_another(
         assert streamed == [message["id"] for message in messages(reader, session_id)], "every message, live"
         assert streamed == [message["id"] for message in messages(first, session_id)]
         assert events[-1][0] == "status" and events[-1][1]["status"] == finished["status"]
+
+
+@needs_display
+@pytest.mark.display
+def test_a_frozen_nodes_run_and_browser_are_typed_by_a_survivor_which_the_woken_node_cannot_overwrite(
+    tmp_path_factory: pytest.TempPathFactory, database: dict[str, str], fake: FakeProvider, site: FixtureSites
+) -> None:
+    marker, gate = token("LOST"), Gate()
+    fake.script(
+        marker,
+        [navigate(f"{site.url}/"), structured(navigate(f"{site.url}/form"), gate=gate), done("Both pages seen.")],
+        when=agent_steps,
+    )
+    quick = {**database, "NODE_LEASE_S": "3", "SHUTDOWN_GRACE_S": "1"}
+    frozen_env = agent_env(fake, **quick, NODE_ID="frozen")
+    with (
+        running_server(tmp_path_factory.mktemp("node-frozen"), frozen_env, slots=2) as frozen,
+        running_server(tmp_path_factory.mktemp("node-survivor"), {**quick, "NODE_ID": "survivor"}) as survivor,
+    ):
+        session_id = create(frozen, task=f"{marker} Look at {site.url}/ and then the form.")["id"]
+        assert gate.wait_entered(60), "the run's second step never came"
+        created = httpx.post(f"{frozen.v3}/browsers", json={}, timeout=120)
+        assert created.status_code == 201, created.text
+        browser_id = created.json()["id"]
+        assert frozen.process is not None
+        os.kill(frozen.process.pid, signal.SIGSTOP)
+        try:
+            ended = wait_until_status(survivor, session_id, {"error"}, timeout=120)
+            browser = wait_for(
+                lambda: _ended_browser(survivor, browser_id), 120, what="the frozen node's browser to be ended"
+            )
+        finally:
+            os.kill(frozen.process.pid, signal.SIGCONT)
+        assert ended["endReason"] == "runner_lost"
+        assert "frozen" in ended["lastStepSummary"]
+        assert any("The node frozen" in message["summary"] for message in messages(survivor, session_id))
+        assert (browser["status"], browser["state"], browser["endReason"]) == ("stopped", "lost", "runner_lost")
+        assert "frozen" not in node_ids(survivor) and "survivor" in node_ids(survivor)
+
+        gate.open()  # the woken node's run may go on: whatever it writes now is refused
+        assert frozen.process.wait(120) is not None, "a node the cluster declared gone shuts itself down"
+        after = get(survivor, session_id)
+        assert (after["status"], after["endReason"]) == ("error", "runner_lost")
+        assert after["lastStepSummary"] == ended["lastStepSummary"]
+        assert not any("Both pages seen." in message["summary"] for message in messages(survivor, session_id))
+
+
+def _ended_browser(server: ServerProcess, browser_id: str) -> dict[str, Any] | None:
+    body: dict[str, Any] = httpx.get(f"{server.v3}/browsers/{browser_id}", timeout=30).json()
+    return body if body["status"] == "stopped" else None
