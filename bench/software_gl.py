@@ -2,12 +2,12 @@
 
     .venv/bin/python bench/software_gl.py [--iterations 3] [--seconds 5] [--markdown]
 
-Xvfb has no GPU. Since issue 37 every slot's Chromium gets ``--use-angle=swiftshader --enable-unsafe-swiftshader``
-(``openbrowse.slots.browser_looks.SOFTWARE_GL_FLAGS``), so pages get WebGL rendered on the CPU; before, they got
-no WebGL context at all. Each iteration starts a real slot (sandbox, Xvfb, Chromium; live view off) once with
-those flags and once without (the flags emptied in this process), alternating, drives it with Playwright over the
-slot's CDP and reads the CPU time (user + system, exited children included) of every process of the slot: the
-processes carrying its tag and all their descendants (renderers, GPU process, zygotes).
+Xvfb has no GPU. Since issue 37 every slot's Chromium gets ``openbrowse.slots.browser_looks.SOFTWARE_GL_FLAGS``,
+so pages get WebGL rendered on the CPU by SwiftShader; before, they got no WebGL context at all. Each iteration
+starts a real slot (sandbox, Xvfb, Chromium; live view off) once per variant of :func:`variants` (the flags
+replaced in this process; each variant goes first in turn), drives it with Playwright over the slot's CDP and
+reads the CPU time (user + system, exited children included) of every process of the slot: the processes carrying
+its tag and all their descendants (renderers, GPU process, zygotes).
 
 Measured per slot: its start; a static page loaded and left idle for ``--seconds``; the same time of a CSS
 animation, of a 2D canvas animation, and of a WebGL animation (a shaded, rotating triangle redrawn every frame;
@@ -125,26 +125,42 @@ async def measure(slot: Slot, site: str, seconds: float) -> dict[str, float]:
     return cpu
 
 
+BEFORE = "no GL flags (before)"
+
+
+def variants() -> dict[str, tuple[str, ...]]:
+    """The GL flags of each variant: none (the slots before issue 37), SwiftShader for WebGL and the compositor,
+    SwiftShader for WebGL with the compositor kept in software (``--disable-gpu-compositing``)."""
+    shipped = browser_looks.SOFTWARE_GL_FLAGS
+    swiftshader = tuple(flag for flag in shipped if flag != "--disable-gpu-compositing")
+    return {
+        BEFORE: (),
+        "SwiftShader, GPU compositing": swiftshader,
+        "SwiftShader, software compositing": (*swiftshader, "--disable-gpu-compositing"),
+    }
+
+
 async def run(iterations: int, seconds: float) -> dict[str, list[dict[str, float]]]:
     scratch = Path(tempfile.mkdtemp(prefix="software-gl-bench-"))
     base = free_slot_base(1)
     settings = Settings(OPENBROWSE_HOME=scratch, SLOT_BASE_INDEX=base, MAX_CONCURRENT_SESSIONS=1, NETWORK_POLICY="open")
-    results: dict[str, list[dict[str, float]]] = {"software GL": [], "no GL flags": []}
-    flags = browser_looks.SOFTWARE_GL_FLAGS
+    shipped = browser_looks.SOFTWARE_GL_FLAGS
+    flag_sets = variants()
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in flag_sets}
     try:
         with ThreadedServer(pages_app()) as site:
             for n in range(iterations):
-                order = ("software GL", "no GL flags") if n % 2 == 0 else ("no GL flags", "software GL")
-                for variant in order:
-                    browser_looks.SOFTWARE_GL_FLAGS = flags if variant == "software GL" else ()
+                names = list(flag_sets)
+                for name in names[n % len(names) :] + names[: n % len(names)]:  # each variant first in turn
+                    browser_looks.SOFTWARE_GL_FLAGS = flag_sets[name]
                     slot = Slot(settings, base)
                     try:
                         await slot.start(vnc=False)
-                        results[variant].append(await measure(slot, site.url, seconds))
+                        results[name].append(await measure(slot, site.url, seconds))
                     finally:
                         await slot.stop()
     finally:
-        browser_looks.SOFTWARE_GL_FLAGS = flags
+        browser_looks.SOFTWARE_GL_FLAGS = shipped
         release_slot_base(base)
         shutil.rmtree(scratch, ignore_errors=True)
     return results
@@ -166,8 +182,11 @@ def main() -> None:
     print("|---|" + "---:|" * (len(header) - 1))
     for variant, row in medians.items():
         print(f"| {variant} | " + " | ".join(f"{row[column]:.2f}" for column in COLUMNS) + " |")
-    on, off = medians["software GL"], medians["no GL flags"]
-    print("| ratio | " + " | ".join(f"{on[c] / off[c]:.2f}x" if off[c] else "n/a" for c in COLUMNS) + " |")
+    off = medians[BEFORE]
+    for variant, on in medians.items():
+        if variant != BEFORE:
+            ratios = " | ".join(f"{on[c] / off[c]:.2f}x" if off[c] else "n/a" for c in COLUMNS)
+            print(f"| {variant} ÷ before | {ratios} |")
     print(f"\n{args.iterations} iterations, medians; load average {psutil.getloadavg()[0]:.2f}")
 
 

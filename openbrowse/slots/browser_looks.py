@@ -50,7 +50,11 @@ if TYPE_CHECKING:
 __all__ = ["LOOKS_FLAGS", "SOFTWARE_GL_FLAGS", "BrowserLooks", "browser_looks", "host_time_zone"]
 
 LOOKS_FLAGS: tuple[str, ...] = ("--disable-blink-features=AutomationControlled",)
-SOFTWARE_GL_FLAGS: tuple[str, ...] = ("--use-angle=swiftshader", "--enable-unsafe-swiftshader")
+SOFTWARE_GL_FLAGS: tuple[str, ...] = (
+    "--use-angle=swiftshader",
+    "--enable-unsafe-swiftshader",
+    "--disable-gpu-compositing",
+)
 FALLBACK_ZONE = "UTC"
 ZONEINFO = "/usr/share/zoneinfo/"
 
