@@ -12,10 +12,12 @@ agent sessions, raw browsers and the MCP tools' shared browser alike (all of the
 * WebGL on software GL: Xvfb has no GPU and Chromium refuses its SwiftShader fallback for WebGL unless told, so a
   page got no WebGL context at all, which no desktop Chrome shows. ``--use-angle=swiftshader`` with
   ``--enable-unsafe-swiftshader`` renders WebGL 1 and 2 on the CPU through the SwiftShader Vulkan ICD that Debian's
-  ``chromium`` package ships (no new package, and it runs inside Chromium's own GPU sandbox and ours). The renderer
-  string a page reads is ANGLE's honest one, ``ANGLE (Google, Vulkan 1.3.0 (SwiftShader Device (Subzero) ...),
-  SwiftShader driver)``: what Chrome on a machine without a usable GPU reports, not a faked vendor.
-  ``CHROME_LIGHT_FLAGS`` (``--disable-gpu``) turns this off again for small machines.
+  ``chromium`` package ships (no new package, and it runs inside Chromium's own GPU sandbox and ours);
+  ``--disable-gpu-compositing`` keeps the compositor in software as before, since compositing every frame through
+  SwiftShader made pages without WebGL cost 3-5x the CPU (``bench/software_gl.py``). The renderer string a page
+  reads is ANGLE's honest one, ``ANGLE (Google, Vulkan 1.3.0 (SwiftShader Device (Subzero) ...), SwiftShader
+  driver)``: what Chrome on a machine without a usable GPU reports, not a faked vendor. ``CHROME_LIGHT_FLAGS``
+  (``--disable-gpu``) turns this off again for small machines.
 * One language and one time zone everywhere a page looks: ``--lang`` and ``--accept-lang`` from
   ``BROWSER_LOCALE`` (``navigator.language``, ``navigator.languages``, ``Intl`` and the ``Accept-Language``
   header: ``de-DE`` gives ``de-DE,de``), and ``TZ`` from ``BROWSER_TIMEZONE`` (``Intl``'s zone and ``Date``'s
