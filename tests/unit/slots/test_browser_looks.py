@@ -29,7 +29,7 @@ def test_the_flags_hide_automation_and_give_software_webgl_unless_light() -> Non
     looks = BrowserLooks("en-US", "UTC")
     flags = looks.flags()
     assert "--disable-blink-features=AutomationControlled" in flags
-    assert {"--use-angle=swiftshader", "--enable-unsafe-swiftshader"} <= set(flags)
+    assert {"--use-angle=swiftshader", "--enable-unsafe-swiftshader", "--disable-gpu-compositing"} <= set(flags)
     assert {"--lang=en-US", "--accept-lang=en-US,en"} <= set(flags)
     assert not any("swiftshader" in flag for flag in looks.flags(software_gl=False))
     assert looks.environment() == {"TZ": "UTC"}
