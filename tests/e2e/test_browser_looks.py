@@ -49,7 +49,7 @@ def assert_looks_like_desktop_chrome(seen: dict[str, Any]) -> None:
     assert seen["chrome"] is not None and "loadTimes" in seen["chrome"]
     assert (seen["notification"], seen["notificationQuery"]) == ("default", "prompt")
     assert seen["webgl"] is True and seen["webglRenderer"]
-    assert seen["automationGlobals"] == []
+    assert seen["automationGlobals"] == [] and seen["outer"][0] > 0 and seen["outer"][1] > 0  # a real window
     # one language and one time zone, wherever a page looks
     assert seen["languages"] == [LOCALE, "de"] and seen["language"] == LOCALE
     assert seen["acceptLanguage"].split(",")[0] == LOCALE and "de;q=" in seen["acceptLanguage"]
