@@ -25,7 +25,12 @@ from tests.fakes.looks_site import BOTD_PACKAGE_DIR, BOTD_SCRIPT, LooksSite
 from tests.support.npm_clients import NpmClients
 from tests.support.server import ServerProcess
 
-pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display, pytest.mark.timeout(600)]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.display,
+    needs_display,
+    pytest.mark.timeout(300),
+]  # a cold npm install of BotD and Node
 
 LOCALE = "de-DE"
 TIME_ZONE = "Europe/Berlin"
