@@ -51,6 +51,7 @@ from openbrowse.sessions.runtime import EngineLoader, WorkerRuntime
 from openbrowse.sessions.sweeper import Sweeper
 from openbrowse.sessions.takeover import TakeoverTokens
 from openbrowse.sessions.webhooks import WebhookDelivery
+from openbrowse.slots.browser_looks import browser_looks
 from openbrowse.slots.confinement import report_sandbox
 from openbrowse.slots.pool import SlotPool
 from openbrowse.slots.slot_disk import report_disk_cap
@@ -94,6 +95,7 @@ def takeover_url_for(settings: Settings, tokens: ViewTokens, target_id: str, tok
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.load()
     _check_default_model(settings)
+    browser_looks(settings)  # an unknown BROWSER_TIMEZONE stops the start, not every slot
     prepare_process_environment(settings.data_dir)  # also when served by `uvicorn --factory`, not only the CLI
 
     @asynccontextmanager

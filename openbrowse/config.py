@@ -197,6 +197,10 @@ class Settings(ClusterSettings):
     """Hours an ended raw browser's files (downloads, uploads, recordings, screenshots) are kept (spec §22.3)."""
 
     CHROME_LIGHT_FLAGS: bool = False
+    BROWSER_LOCALE: str = Field(default="en-US", pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
+    """The browsers' language: ``navigator.language(s)`` and ``Accept-Language`` (spec §28.2)."""
+    BROWSER_TIMEZONE: str | None = None
+    """The browsers' IANA time zone; unset: the host's (``TZ``, ``/etc/timezone``), else UTC (spec §28.2)."""
     CHROME_BINARY: str | None = None
     NOVNC_WEB_DIR: Path = Path("/usr/share/novnc")
 

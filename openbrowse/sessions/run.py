@@ -220,6 +220,9 @@ class AgentEngine:
                     auto_download_pdfs=False,
                     cross_origin_iframes=True,
                     highlight_elements=True,
+                    # browser-use grants notifications and clipboard access to every origin by default: pages then
+                    # read "granted" where a fresh Chrome says "default" (spec §28.2), and the agent uses neither
+                    permissions=[],
                 )
             self._runner = AgentRunner(
                 RunSpec(
