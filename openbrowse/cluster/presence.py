@@ -72,6 +72,7 @@ class NodePresence:
         self._member: Membership | None = None
         self._beating: asyncio.Task[None] | None = None
         self.fenced = False
+        self._steady_since: float | None = None
         """Another registration took this id: this process no longer speaks for the node."""
 
     @property
@@ -81,6 +82,7 @@ class NodePresence:
 
     async def __aenter__(self) -> NodePresence:
         self._member = await self._repo.register(self.node_id, self.url, self._load().slots, self.lease_s)
+        self._steady_since = asyncio.get_running_loop().time()
         if self._ownership is not None:
             self._ownership.hold(self._member.epoch)  # from now on this node's writes carry its fence
         if self._member.epoch > 1:
@@ -113,11 +115,15 @@ class NodePresence:
             try:
                 still_ours = await self._repo.heartbeat(member, load=self._load())
             except StoreUnavailable as exc:
+                self._steady_since = None
                 logger.warning("Heartbeat of node %s failed: %s", self.node_id, exc.message)
                 continue
             except Exception:
+                self._steady_since = None
                 logger.exception("Heartbeat of node %s failed", self.node_id)
                 continue
+            if self._steady_since is None:
+                self._steady_since = asyncio.get_running_loop().time()
             if not still_ours:
                 self.fenced = True
                 logger.error(
@@ -128,6 +134,12 @@ class NodePresence:
                 if self._on_fenced is not None:
                     self._on_fenced()
                 return
+
+    def steady(self) -> bool:
+        """Whether this node's heartbeats have gone through for a whole lease. Only then may it judge others: after
+        the database was away for everyone, every node looks silent until each has heartbeated once again."""
+        since = self._steady_since
+        return since is not None and asyncio.get_running_loop().time() - since >= self.lease_s
 
     async def cluster(self) -> ClusterView:
         nodes = await self._repo.alive()

@@ -7,6 +7,9 @@ a ``system`` event naming the node, parked sessions go cold, queued tasks are qu
 browsers end ``stopped``/``lost``/``runner_lost``. A dead node is therefore typed within ``NODE_LEASE_S`` plus a
 third of it (plus the writes), well inside the spec's ``NODE_LEASE_S`` + 10 s.
 
+A node judges others only once its own heartbeats have gone through for a whole lease: after the database was away
+for every node, each looks silent until it has heartbeated again, and nodes must not declare each other dead then.
+
 On SQLite there are no other nodes; the reaper is not started.
 """
 
@@ -74,7 +77,7 @@ class NodeReaper:
 
     async def reap_once(self) -> list[Adopted]:
         member = self._presence.member
-        if member is None:
+        if member is None or not self._presence.steady():
             return []
         adopted = await self._repo.claim_dead(member)
         for taken in adopted:
