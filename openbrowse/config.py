@@ -192,6 +192,9 @@ class Settings(BaseSettings):
     SLOT_DISK_MB: int = Field(default=1024, ge=16)
     """Disk cap of one slot's writable area (profile copy, downloads, uploads, scratch) in MiB (spec §24.5)."""
 
+    WORKSPACE_MAX_MB: int = Field(default=1024, ge=1)
+    """Most bytes one workspace's files may hold, in MiB (spec §27.1); a single file is at most 100 MiB."""
+
     RECORDING_DEFAULT: bool = False
     """Record every session's and raw browser's display, as if each request sent ``enableRecording: true``."""
     RECORDING_FPS: int = Field(default=3, ge=1, le=30)
@@ -346,6 +349,11 @@ class Settings(BaseSettings):
     def browsers_dir(self) -> Path:
         """Raw browsers' file areas."""
         return self.files_dir / "browsers"
+
+    @property
+    def workspaces_dir(self) -> Path:
+        """Workspaces' files (spec §27.1), one folder per workspace id."""
+        return self.files_dir / "workspaces"
 
     @property
     def run_dir(self) -> Path:

@@ -48,6 +48,9 @@ sessions = sa.Table(
     sa.Column("max_duration_ms", sa.Integer),
     sa.Column("enable_recording", sa.Integer, nullable=False),
     sa.Column("webhook_url", sa.Text),
+    sa.Column("workspace_id", sa.Text),
+    sa.Column("cache_script", sa.Integer),
+    sa.Column("auto_heal", sa.Integer, nullable=False, server_default="1"),
 )
 
 messages = sa.Table(
@@ -112,4 +115,13 @@ webhook_outbox = sa.Table(
     sa.Column("next_attempt_at", sa.Float, nullable=False),
     sa.Column("finished_at", sa.Float),
     sa.Column("last_error", sa.Text),
+)
+
+workspaces = sa.Table(
+    "workspaces",
+    metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("name", sa.Text),
+    sa.Column("created_at", sa.Text, nullable=False),
+    sa.Column("updated_at", sa.Text, nullable=False),
 )
