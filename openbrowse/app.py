@@ -133,7 +133,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             stack.push_async_callback(asyncio.to_thread, empty_temp_dir, settings.data_dir)
             await asyncio.to_thread(empty_temp_dir, settings.data_dir)
             profile_service = app.state.profiles = ProfileService(ProfileRepo(db))
-            app.state.workspaces = WorkspaceService(settings, WorkspaceRepo(db))  # spec §27
+            workspaces = app.state.workspaces = WorkspaceService(settings, WorkspaceRepo(db))  # spec §27
             if await asyncio.to_thread(settings.profiles_dir.is_dir):  # jar files of an install from before
                 await profile_service.adopt_files(settings.profiles_dir)
             engines = await stack.enter_async_context(
@@ -152,7 +152,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 queue_position=pool.queue_position,
             )
             admission = QueueAdmission(settings.MAX_QUEUED, pool)
-            manager = SessionManager(settings, session_repo, feed_repo, ProfileRepo(db), runtime, admission=admission)
+            manager = SessionManager(
+                settings, session_repo, feed_repo, ProfileRepo(db), runtime, admission=admission, workspaces=workspaces
+            )
             app.state.manager = await stack.enter_async_context(manager)
             app.state.pool = pool
             raw_browsers = BrowserService(

@@ -92,6 +92,12 @@ class SessionRecord:
     """Each turn's display is recorded to the session's ``recordings/`` (spec §22.1)."""
     webhook_url: str | None = None
     """This session's own webhook target (spec §22.4), besides ``WEBHOOK_URL``."""
+    workspace_id: str | None = None
+    """The attached workspace (spec §27.2): the agent's files live there; follow-ups keep it."""
+    cache_script: bool | None = None
+    """``cacheScript`` as sent (spec §27.3): None caches templated tasks when a workspace is attached."""
+    auto_heal: bool = True
+    """``autoHeal`` (spec §27.3): a cached script that fails, or whose output fails the check, is healed."""
 
     @property
     def total_cost_usd(self) -> Decimal:

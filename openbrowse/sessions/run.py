@@ -41,6 +41,7 @@ from openbrowse.network.policy import NetworkRules
 from openbrowse.profiles.sync import ProfileStore, ProfileSync
 from openbrowse.sessions.scripts import SessionScripts
 from openbrowse.sessions.slot_downloads import collect_downloads, folders_of
+from openbrowse.sessions.workspace_files import copy_downloads, workspace_limit, workspace_root
 from openbrowse.shielding import run_shielded
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ class AgentEngine:
         self._settings = settings
         self._activity = activity
         self._record = record
+        self._workspace: Path | None = None
         self._sessions = sessions
         self._feed = feed
         self._files = settings.sessions_dir / record.id
@@ -203,6 +205,7 @@ class AgentEngine:
         try:
             self._slot = await browser
             self._folders = await folders_of(self._slot, self._files)  # uploads made before this turn too
+            self._workspace = await workspace_root(self._settings, self._record)
             if self._record.profile_id and self._profiles is not None:
                 self._profile = await ProfileSync.start(
                     self._profiles, self._record.profile_id, self._files, self._slot.cdp_ws_url, self._profile_note
@@ -233,6 +236,8 @@ class AgentEngine:
                     codeview_url=self._settings.codeview_url,
                     browser_folders=self._folders,
                     file_area_mb=self._settings.SLOT_DISK_MB,
+                    workspace_dir=self._workspace,
+                    workspace_limit_bytes=workspace_limit(self._settings),
                 ),
                 self._browser,
                 self._agent_llm,
@@ -298,7 +303,8 @@ class AgentEngine:
         async def note(text: str) -> None:
             await self._feed.append(self._record.id, FeedEntry.system("downloads", text))
 
-        await collect_downloads(self._folders, self._files, self._settings.SLOT_DISK_MB, note)
+        landed = await collect_downloads(self._folders, self._files, self._settings.SLOT_DISK_MB, note)
+        await copy_downloads(self._workspace, landed, workspace_limit(self._settings), note)  # spec §27.2
 
     async def _restore_output(self, preamble: str) -> str:
         """A replayed keep-alive conversation goes on from the answer it had, as a warm follow-up would."""

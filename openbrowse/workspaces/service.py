@@ -16,6 +16,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from openbrowse.agent.files import workspace_tree as disk
+from openbrowse.agent.files.workspace_tree import OpenedFile, WorkspaceFile
 from openbrowse.config import Settings
 from openbrowse.domain.clock import Clock, utc_now
 from openbrowse.domain.workspaces import (
@@ -28,8 +30,6 @@ from openbrowse.domain.workspaces import (
 )
 from openbrowse.errors import MalformedRequest, TooLarge, WorkspaceNotFound
 from openbrowse.store.workspaces import WorkspaceRepo
-from openbrowse.workspaces import disk
-from openbrowse.workspaces.disk import OpenedFile, WorkspaceFile
 
 __all__ = ["FilesPage", "PlannedUpload", "Usage", "WorkspaceService"]
 

@@ -22,15 +22,20 @@ from pathlib import Path
 from openbrowse.domain.file_listing import is_plain_name
 
 __all__ = [
+    "NoRoom",
     "OpenedFile",
     "PendingWrite",
     "WorkspaceFile",
+    "copy_in",
     "delete_file",
     "open_file",
+    "read_bytes",
     "remove_tree",
     "size_of",
     "subfolders",
+    "used_bytes",
     "walk",
+    "write_bytes",
 ]
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -244,3 +249,58 @@ class PendingWrite:
         with contextlib.suppress(OSError):
             os.unlink(self._temp, dir_fd=self._folder)
         os.close(self._folder)
+
+
+def used_bytes(root: Path) -> int:
+    return sum(entry.size for entry in walk(root))
+
+
+def read_bytes(root: Path, path: str, limit: int) -> bytes | None:
+    """At most ``limit`` bytes of the file at ``path`` (None when there is none)."""
+    opened = open_file(root, path)
+    if opened is None:
+        return None
+    try:
+        return os.pread(opened.fd, limit, 0)
+    finally:
+        opened.close()
+
+
+def write_bytes(root: Path, path: str, data: bytes, limit_bytes: int) -> WorkspaceFile:
+    """Write ``data`` to ``path`` atomically (replacing a file there); :class:`NoRoom` when the workspace would
+    go over ``limit_bytes`` with it."""
+    room = limit_bytes - used_bytes(root) + size_of(root, path)
+    if len(data) > room:
+        raise NoRoom(f"{path} was not written: the workspace has {max(room, 0) / (1 << 20):.1f} MiB left.")
+    pending = PendingWrite(root, path)
+    try:
+        pending.write(data)
+        written = pending.commit()
+    except BaseException:
+        pending.abort()
+        raise
+    return WorkspaceFile(path, written.size, written.modified_at)
+
+
+class NoRoom(Exception):
+    """A write that would take a workspace over its limit; the message is one sentence, nothing was written."""
+
+
+def copy_in(root: Path, path: str, source_fd: int, limit_bytes: int) -> WorkspaceFile:
+    """Copy the open file ``source_fd`` (from its start, its size as ``fstat`` says) to ``path`` atomically;
+    :class:`NoRoom` when the workspace would go over ``limit_bytes`` with it."""
+    size = os.fstat(source_fd).st_size
+    room = limit_bytes - used_bytes(root) + size_of(root, path)
+    if size > room:
+        raise NoRoom(f"{path} was not kept: the workspace has {max(room, 0) / (1 << 20):.1f} MiB left.")
+    pending = PendingWrite(root, path)
+    try:
+        offset = 0
+        while offset < size and (chunk := os.pread(source_fd, min(1 << 20, size - offset), offset)):
+            pending.write(chunk)
+            offset += len(chunk)
+        written = pending.commit()
+    except BaseException:
+        pending.abort()
+        raise
+    return WorkspaceFile(path, written.size, written.modified_at)
