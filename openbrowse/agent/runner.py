@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from browser_use import Agent, BrowserSession, Tools
+from browser_use.agent.views import AgentHistory
 from browser_use.llm.base import BaseChatModel
 
 from openbrowse.agent import census
@@ -201,6 +202,11 @@ class AgentRunner:
         self._lean.disarm()
         if self._agent is not None and self._agent.state.paused:
             self._agent.resume()
+
+    @property
+    def turn_items(self) -> list[AgentHistory]:
+        """The current turn's history items (a cached script is made from them, spec §27.3)."""
+        return self._history.items()
 
     # -- a turn ------------------------------------------------------------------------------------------------
     async def run_turn(self, task: str, *, goal: str, preamble: str | None = None) -> TurnOutcome:

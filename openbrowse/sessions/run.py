@@ -39,6 +39,7 @@ from openbrowse.llm.usage.costs import CallUsage, CostLedger
 from openbrowse.llm.usage.metering import MeteredChatModel
 from openbrowse.network.policy import NetworkRules
 from openbrowse.profiles.sync import ProfileStore, ProfileSync
+from openbrowse.sessions.cached_runs import CachePlan, ScriptCache, agent_task
 from openbrowse.sessions.scripts import SessionScripts
 from openbrowse.sessions.slot_downloads import collect_downloads, folders_of
 from openbrowse.sessions.workspace_files import copy_downloads, workspace_limit, workspace_root
@@ -76,6 +77,7 @@ class AgentEngine:
         self._activity = activity
         self._record = record
         self._workspace: Path | None = None
+        self._cache: ScriptCache | None = None
         self._sessions = sessions
         self._feed = feed
         self._files = settings.sessions_dir / record.id
@@ -97,27 +99,13 @@ class AgentEngine:
         def redact(text: str) -> str:
             return REDACTORS.of(session_id).text(text)
 
-        self._agent_llm = MeteredChatModel(
-            build_chat_model(resolved, record.reasoning_effort, settings),
-            resolved.spec,
-            self._on_usage,
-            label="agent",
-            redact=redact,
-        )
-        self._preflight_llm = MeteredChatModel(
-            build_chat_model(resolved, preflight_effort(resolved.spec), settings, max_tokens=PREFLIGHT_MAX_TOKENS),
-            resolved.spec,
-            self._on_usage,
-            label="preflight",
-            redact=redact,
-        )
-        self._judge_llm = MeteredChatModel(
-            build_chat_model(resolved, resolved.spec.default_effort, settings),
-            resolved.spec,
-            self._on_usage,
-            label="judge",
-            redact=redact,
-        )
+        def metered(label: str, effort: str, max_tokens: int | None = None) -> MeteredChatModel:
+            model = build_chat_model(resolved, effort, settings, max_tokens=max_tokens)
+            return MeteredChatModel(model, resolved.spec, self._on_usage, label=label, redact=redact)
+
+        self._agent_llm = metered("agent", record.reasoning_effort)
+        self._preflight_llm = metered("preflight", preflight_effort(resolved.spec), PREFLIGHT_MAX_TOKENS)
+        self._judge_llm = metered("judge", resolved.spec.default_effort)
         self._slot: SlotEndpoints | None = None
         self._folders: BrowserFolders | None = None
         self._network = NetworkRules.from_settings(settings)
@@ -201,11 +189,14 @@ class AgentEngine:
         over CDP."""
         self._files.mkdir(parents=True, exist_ok=True)
         self._activity.begin("Starting the browser", ActivityKind.PREPARING)
-        self._goal = asyncio.create_task(self._preflight(task), name=f"preflight-{self._record.id}")
+        self._workspace = await workspace_root(self._settings, self._record)
+        self._cache = ScriptCache(self._record.id, self._feed, self._workspace, workspace_limit(self._settings))
+        plan = self._cache.plan(self._record, task)
+        if plan is None or await self._cache.load(plan) is None:  # a cached replay calls no model (spec §27.3)
+            self._goal = asyncio.create_task(self._preflight(agent_task(task)), name=f"preflight-{self._record.id}")
         try:
             self._slot = await browser
             self._folders = await folders_of(self._slot, self._files)  # uploads made before this turn too
-            self._workspace = await workspace_root(self._settings, self._record)
             if self._record.profile_id and self._profiles is not None:
                 self._profile = await ProfileSync.start(
                     self._profiles, self._record.profile_id, self._files, self._slot.cdp_ws_url, self._profile_note
@@ -261,6 +252,10 @@ class AgentEngine:
         assert self._runner is not None
         # read once per turn: only a follow-up changes the ceiling or keep-alive, and none lands while a turn runs
         self._turn_record = await self._sessions.get(self._record.id)
+        plan = self._cache.plan(self._turn_record, task) if self._cache is not None else None
+        if (cached := await self._cached_turn(plan, task)) is not None:
+            return cached
+        task = agent_task(task)  # the values in place, the brackets removed
         preamble = None
         self._activity.begin("Setting the goal", ActivityKind.PREPARING)
         if self._turns == 0:
@@ -285,9 +280,23 @@ class AgentEngine:
         finally:
             # one shielded call: a stop re-raised after one part must not skip the next (the secrets sweep last)
             await run_shielded(self._after_turn())
+        if plan is not None and self._cache is not None:  # a successful run saves (or heals) the script
+            await self._cache.save(plan, outcome, self._runner.turn_items, self._browser)
         if self._profile is not None and self._turn_record.keep_alive:
             await self._profile.checkpoint()  # a parked browser's logins are saved without waiting for release
         return outcome
+
+    async def _cached_turn(self, plan: CachePlan | None, task: str) -> TurnOutcome | None:
+        """The turn done by the workspace's cached script, or None when the agent is to run it (spec §27.3)."""
+        if plan is None or self._cache is None:
+            return None
+        try:
+            cached = await self._cache.try_replay(plan, self._scripts, self._browser)
+        finally:
+            await run_shielded(self._after_turn())  # also before a heal's agent run: each step of it is idempotent
+        if cached is not None:
+            self._turns, self._previous_task = self._turns + 1, task
+        return cached
 
     async def _after_turn(self) -> None:
         """What every turn ends with, however it ended: costs saved, downloads collected, secrets swept."""
