@@ -191,8 +191,8 @@ class AgentEngine:
         self._activity.begin("Starting the browser", ActivityKind.PREPARING)
         self._workspace = await workspace_root(self._settings, self._record)
         self._cache = ScriptCache(self._record.id, self._feed, self._workspace, workspace_limit(self._settings))
-        plan = self._cache.plan(self._record, task)
-        if plan is None or await self._cache.load(plan) is None:  # a cached replay calls no model (spec §27.3)
+        # a cached replay calls no model (spec §27.3): no goal pre-flight when the workspace has the script
+        if (plan := self._cache.plan(self._record, task)) is None or await self._cache.load(plan) is None:
             self._goal = asyncio.create_task(self._preflight(agent_task(task)), name=f"preflight-{self._record.id}")
         try:
             self._slot = await browser
@@ -253,7 +253,7 @@ class AgentEngine:
         # read once per turn: only a follow-up changes the ceiling or keep-alive, and none lands while a turn runs
         self._turn_record = await self._sessions.get(self._record.id)
         plan = self._cache.plan(self._turn_record, task) if self._cache is not None else None
-        if (cached := await self._cached_turn(plan, task)) is not None:
+        if plan is not None and (cached := await self._cached_turn(plan, task)) is not None:
             return cached
         task = agent_task(task)  # the values in place, the brackets removed
         preamble = None
@@ -286,10 +286,9 @@ class AgentEngine:
             await self._profile.checkpoint()  # a parked browser's logins are saved without waiting for release
         return outcome
 
-    async def _cached_turn(self, plan: CachePlan | None, task: str) -> TurnOutcome | None:
+    async def _cached_turn(self, plan: CachePlan, task: str) -> TurnOutcome | None:
         """The turn done by the workspace's cached script, or None when the agent is to run it (spec §27.3)."""
-        if plan is None or self._cache is None:
-            return None
+        assert self._cache is not None
         try:
             cached = await self._cache.try_replay(plan, self._scripts, self._browser)
         finally:
