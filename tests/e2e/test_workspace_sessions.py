@@ -3,6 +3,7 @@ agent's file actions, and the official SDK reading the workspace afterwards."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -15,9 +16,10 @@ from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from tests.e2e.agent_support import agent_steps, settled_with, step_requests, token
+from tests.e2e.cached_shop import PRICES, SEARCH_BOX, SEARCH_BUTTON, ShopLayout, cached_shop_app
 from tests.e2e.servers import agent_env, server_fixture
 from tests.fakes.llm_request import LLMRequest, find_index
-from tests.fakes.llm_script import agent_step, done, navigate
+from tests.fakes.llm_script import agent_step, click_on, done, navigate, type_into
 from tests.fakes.llm_server import FakeProvider
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.display import needs_display
@@ -164,3 +166,75 @@ def test_unknown_workspace_and_cache_without_workspace_are_refused(http: httpx.C
     no_workspace = http.post("/v3/sessions", json={"task": "x", "cacheScript": True})
     assert no_workspace.status_code == 422
     assert no_workspace.json()["code"] == "workspace_required"
+
+
+# -- cached scripts (spec §27.3) -----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def shop_layout() -> ShopLayout:
+    return ShopLayout()
+
+
+@pytest.fixture(scope="module")
+def shop(shop_layout: ShopLayout) -> Iterator[ThreadedServer]:
+    with ThreadedServer(cached_shop_app(shop_layout)) as served:
+        yield served
+
+
+def _look_up(shop: ThreadedServer, product: str) -> list[Any]:
+    return [
+        navigate(f"{shop.url}/"),
+        type_into(SEARCH_BOX, product),
+        click_on(SEARCH_BUTTON),
+        done(f"{product} costs {PRICES[product]}"),
+    ]
+
+
+def _cache_events(http: httpx.Client, session_id: str) -> list[str]:
+    listed = http.get(f"/v3/sessions/{session_id}/messages", params={"limit": 1000}).json()["messages"]
+    return [
+        m["summary"]
+        for m in listed
+        if m["type"] == "event" and json.loads(m["data"] or "{}").get("category") == "cache"
+    ]
+
+
+async def test_a_cached_script_replays_heals_and_fails_typed(
+    client: AsyncBrowserUse, http: httpx.Client, fake: FakeProvider, shop: ThreadedServer, shop_layout: ShopLayout
+) -> None:
+    workspace = str((await client.workspaces.create(name="shop")).id)
+    marker = token("CACHED")
+    fake.script(marker, [*_look_up(shop, "Blue Widget"), *_look_up(shop, "Green Gizmo")], when=agent_steps)
+
+    def run(product: str, **extra: Any) -> dict[str, Any]:
+        task = f"{marker} Find the price of @{{{{{product}}}}} at {shop.url}/ and say what it costs"
+        created = http.post("/v3/sessions", json={"task": task, "workspaceId": workspace, **extra})
+        assert created.status_code == 200, created.text
+        return settled_with(http, created.json()["id"])
+
+    first = run("Blue Widget")
+    assert first["isTaskSuccessful"] and first["output"] == "Blue Widget costs 42.00", first
+    assert "Find the price of Blue Widget at" in step_requests(fake, marker)[0].text  # brackets removed
+    scripts = [f.path for f in (await client.workspaces.files(workspace, prefix="scripts/")).files]
+    assert len(scripts) == 1
+
+    calls_before = len(fake.requests_matching(marker))
+    second = run("Red Gadget")
+    assert second["isTaskSuccessful"] and second["output"] == "Red Gadget costs 17.50", second
+    assert len(fake.requests_matching(marker)) == calls_before  # no model call at all: no agent step, no pre-flight
+    assert second["llmCostUsd"] == "0" and second["totalInputTokens"] == 0
+    assert any("Running the cached script" in s for s in _cache_events(http, second["id"]))
+
+    shop_layout.layout = "v2"  # the saved XPaths no longer match
+    failed = run("Blue Widget", autoHeal=False)
+    assert failed["isTaskSuccessful"] is False and failed["failureKind"] == "agent_failure", failed
+    assert "step 2 (type" in failed["lastStepSummary"], failed
+    assert len(fake.requests_matching(marker)) == calls_before
+
+    healed = run("Green Gizmo")  # the agent runs (its second scripted look-up) and the script is replaced
+    assert healed["isTaskSuccessful"] and healed["output"] == "Green Gizmo costs 8.25", healed
+    events = _cache_events(http, healed["id"])
+    assert any("to heal it" in s for s in events) and any("replaced" in s for s in events), events
+
+    calls_before = len(fake.requests_matching(marker))
+    again = run("Red Gadget")
+    assert again["output"] == "Red Gadget costs 17.50" and len(fake.requests_matching(marker)) == calls_before

@@ -94,7 +94,9 @@ def steps_of(items: Sequence[AgentHistory], values: Sequence[str]) -> list[Step]
             element = elements[index] if index < len(elements) else None
             navigates = next_url is not None and next_url != item.state.url and index == len(item.result) - 1
             if name == "navigate":
-                steps.append(Step("navigate", url=with_placeholders(str(params.get("url", "")), values)))
+                step = Step("navigate", url=with_placeholders(str(params.get("url", "")), values))
+                if not steps or steps[-1] != step:  # the task's start URL opened twice is one step
+                    steps.append(step)
             elif name in {"click", "input", "select_dropdown"} and element is not None:
                 kind = {"click": "click", "input": "type", "select_dropdown": "select"}[name]
                 text = with_placeholders(str(params.get("text", "")), values) if kind != "click" else ""
@@ -107,6 +109,7 @@ def steps_of(items: Sequence[AgentHistory], values: Sequence[str]) -> list[Step]
 async def page_texts(browser: BrowserSession) -> list[tuple[str, str]]:
     """``(xpath, text)`` of the focused page's elements, in document order (empty when it cannot be read)."""
     try:
+        await browser.start()  # the agent's run may have let go of the browser (it stays up in its slot)
         session = await browser.get_or_create_cdp_session()
         reply = await session.cdp_client.send.Runtime.evaluate(
             params={"expression": TEXTS_JS, "returnByValue": True}, session_id=session.session_id
