@@ -53,7 +53,7 @@ async def until(js):
             return value
         if asyncio.get_running_loop().time() > deadline:
             return None
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.05)
 
 async def settled(before):
     deadline = asyncio.get_running_loop().time() + WAIT
@@ -63,7 +63,7 @@ async def settled(before):
                 return
         except Exception:
             pass
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.05)
 
 for number, step in enumerate(STEPS, 1):
     kind, xp, what = step["kind"], json.dumps(step.get("xpath", "")), step["describe"]
