@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import jsonschema
 from browser_use import BrowserSession
 from browser_use.agent.views import AgentHistory
@@ -80,7 +81,7 @@ class ScriptCache:
         return script if script is not None and script.template == plan.template.template else None
 
     async def try_replay(
-        self, plan: CachePlan, runner: ScriptRunner | None, browser: BrowserSession | None
+        self, plan: CachePlan, runner: ScriptRunner | None, browser: BrowserSession | None, cdp_url: str | None = None
     ) -> TurnOutcome | None:
         """The turn's outcome from the cached script, or None when the agent is to run (no script, or a heal)."""
         script = await self.load(plan)
@@ -90,10 +91,11 @@ class ScriptCache:
         await self._event(
             "replay", f"Running the cached script {plan.path} ({len(script.steps)} steps)", script=plan.path
         )
-        await browser.start()
-        result = await replay(
-            runner, self._session_id, browser.agent_focus_target_id, script, plan.template.values, plan.key
-        )
+        target = await _page_target(cdp_url) if cdp_url else None
+        if target is None:
+            await browser.start()
+            target = browser.agent_focus_target_id
+        result = await replay(runner, self._session_id, target, script, plan.template.values, plan.key)
         problem = f"{result.failed_step} failed: {result.error}" if not result.ok else _check(result.output, plan)
         if problem is None:
             await self._event(
@@ -150,6 +152,17 @@ class ScriptCache:
             return
         action, verb = ("heal", "replaced") if plan.healing else ("saved", "saved")
         await self._event(action, f"Cached script {plan.path} {verb} ({len(steps)} steps)", script=plan.path)
+
+
+async def _page_target(cdp_url: str) -> str | None:
+    """The slot's page tab, from Chromium's target list (quicker than connecting browser-use for a replay)."""
+    try:
+        async with httpx.AsyncClient(timeout=10, trust_env=False) as client:
+            targets = (await client.get(f"{cdp_url.rstrip('/')}/json/list")).json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    pages = [t for t in targets if isinstance(t, dict) and t.get("type") == "page"] if isinstance(targets, list) else []
+    return str(pages[0]["id"]) if pages and pages[0].get("id") else None
 
 
 def _check(output: Any, plan: CachePlan) -> str | None:

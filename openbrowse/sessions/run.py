@@ -287,10 +287,10 @@ class AgentEngine:
         return outcome
 
     async def _cached_turn(self, plan: CachePlan, task: str) -> TurnOutcome | None:
-        """The turn done by the workspace's cached script, or None when the agent is to run it (spec §27.3)."""
-        assert self._cache is not None
+        assert self._cache is not None  # the turn done by the cached script, or None: the agent runs it (§27.3)
+        assert self._slot is not None
         try:
-            cached = await self._cache.try_replay(plan, self._scripts, self._browser)
+            cached = await self._cache.try_replay(plan, self._scripts, self._browser, self._slot.cdp_url)
         finally:
             await run_shielded(self._after_turn())  # also before a heal's agent run: each step of it is idempotent
         if cached is not None:
