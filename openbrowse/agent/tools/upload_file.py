@@ -4,9 +4,9 @@ browser-use's stock action trusts any absolute path once the browser is remote (
 over ``cdp_url``), so a page could ask for ``.env`` or the database. Here the path must name a file of the
 session's file area (a managed name such as ``report.csv`` is looked up there, in its ``uploads/`` and
 ``downloads/`` and in browser-use's file-system folder), of its workspace (``uploads/people.csv``, spec §27.2), or
-one of the slot's own ``uploads/``/``downloads/``, with every link resolved. Chromium cannot see the session's file area, so the file is copied into the slot's
-``uploads/`` first and that copy is what the page receives. The stock action then does the rest (finding the
-file input near the element, the CDP call).
+one of the slot's own ``uploads/``/``downloads/``, with every link resolved. Chromium cannot see the session's file
+area, so the file is copied into the slot's ``uploads/`` first and that copy is what the page receives. The stock
+action then does the rest (finding the file input near the element, the CDP call).
 """
 
 from __future__ import annotations
