@@ -47,6 +47,7 @@ BENCHMARKS = {
     "store_backends": "PostgreSQL against SQLite: GET session p99 (20 clients), the 4-step task, server RSS",
     "browser_looks": "How the browser looks to detectors: BotD and the probe page in a session, a raw browser, stock",
     "software_gl": "Software WebGL: a slot's CPU with SwiftShader against the slot without GL flags",
+    "cached_script": "Cached scripts: a cached run of the fixture shop task against the agent's run of it",
 }
 TITLES: dict[str, str] = {}
 PLACEHOLDERS: dict[str, str] = {}

@@ -23,6 +23,7 @@ from openbrowse.api.origin_guard import BrowserGuard, OriginPolicy
 from openbrowse.api.routes import browsers, codeview, events, health, live, metrics, profiles, sessions
 from openbrowse.api.routes.control import install_control_routes
 from openbrowse.api.routes.files import install_file_routes
+from openbrowse.api.routes.workspaces import install_workspace_routes
 from openbrowse.api.stream_places import StreamPlaces
 from openbrowse.api.view_tokens import ViewTokens
 from openbrowse.bootstrap import empty_temp_dir, prepare_process_environment
@@ -65,6 +66,8 @@ from openbrowse.store.ownership import NodeOwnership
 from openbrowse.store.profiles import ProfileRepo
 from openbrowse.store.sessions import SessionRepo
 from openbrowse.store.target import store_target
+from openbrowse.store.workspaces import WorkspaceRepo
+from openbrowse.workspaces.service import WorkspaceService
 
 LOOPBACK_TIMEOUT = 15.0  # noVNC assets and Chromium's /json/version, all on 127.0.0.1
 
@@ -155,6 +158,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             stack.push_async_callback(asyncio.to_thread, empty_temp_dir, settings.data_dir)
             await asyncio.to_thread(empty_temp_dir, settings.data_dir)
             profile_service = app.state.profiles = ProfileService(ProfileRepo(db))
+            workspaces = app.state.workspaces = WorkspaceService(settings, WorkspaceRepo(db))  # spec §27
             if await asyncio.to_thread(settings.profiles_dir.is_dir):  # jar files of an install from before
                 await profile_service.adopt_files(settings.profiles_dir)
             engines = await stack.enter_async_context(
@@ -173,7 +177,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 queue_position=pool.queue_position,
             )
             admission = QueueAdmission(settings.MAX_QUEUED, pool)
-            manager = SessionManager(settings, session_repo, feed_repo, ProfileRepo(db), runtime, admission=admission)
+            manager = SessionManager(
+                settings, session_repo, feed_repo, ProfileRepo(db), runtime, admission=admission, workspaces=workspaces
+            )
             app.state.manager = await stack.enter_async_context(manager)
             app.state.pool = pool
             raw_browsers = BrowserService(
@@ -255,6 +261,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(v3_router, prefix="/v3", responses=GUARDED)
     install_control_routes(app)
     install_file_routes(app)
+    install_workspace_routes(app)
     install_mcp(app)
     app.include_router(live.router, responses=GUARDED)
     app.include_router(codeview.router, responses=GUARDED)

@@ -17,7 +17,9 @@ from urllib.parse import urlsplit
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
+from openbrowse.config_browser import BrowserSettings
 from openbrowse.config_cluster import ClusterSettings, node_identity
+from openbrowse.config_files import FileSettings
 from openbrowse.errors import ConfigError
 
 LAST_SLOT_INDEX = 169
@@ -84,7 +86,7 @@ def _comma_list(value: str | None) -> tuple[str, ...]:
     return tuple(item.strip() for item in (value or "").split(",") if item.strip())
 
 
-class Settings(ClusterSettings):
+class Settings(ClusterSettings, BrowserSettings, FileSettings):
     """All configuration. Field names are the documented environment variable names."""
 
     model_config = SettingsConfigDict(
@@ -186,23 +188,6 @@ class Settings(ClusterSettings):
     """Most processes and threads one slot's sandbox may hold (spec §24.5)."""
     SLOT_DISK_MB: int = Field(default=1024, ge=16)
     """Disk cap of one slot's writable area (profile copy, downloads, uploads, scratch) in MiB (spec §24.5)."""
-
-    RECORDING_DEFAULT: bool = False
-    """Record every session's and raw browser's display, as if each request sent ``enableRecording: true``."""
-    RECORDING_FPS: int = Field(default=3, ge=1, le=30)
-    """Frames per second of a recording (spec §22.1): a few are enough to follow a run, and cost little CPU."""
-    RECORDING_FFMPEG: str = "ffmpeg"
-    """The ffmpeg that records (a name on PATH or a path); when it is missing, runs go on without a recording."""
-    ARTIFACT_RETENTION_HOURS: float = Field(default=168, ge=0)
-    """Hours an ended raw browser's files (downloads, uploads, recordings, screenshots) are kept (spec §22.3)."""
-
-    CHROME_LIGHT_FLAGS: bool = False
-    BROWSER_LOCALE: str = Field(default="en-US", pattern=r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$")
-    """The browsers' language: ``navigator.language(s)`` and ``Accept-Language`` (spec §28.2)."""
-    BROWSER_TIMEZONE: str | None = None
-    """The browsers' IANA time zone; unset: the host's (``TZ``, ``/etc/timezone``), else UTC (spec §28.2)."""
-    CHROME_BINARY: str | None = None
-    NOVNC_WEB_DIR: Path = Path("/usr/share/novnc")
 
     LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     LOG_FORMAT: Literal["text", "json"] = "text"
@@ -345,6 +330,11 @@ class Settings(ClusterSettings):
     def browsers_dir(self) -> Path:
         """Raw browsers' file areas."""
         return self.files_dir / "browsers"
+
+    @property
+    def workspaces_dir(self) -> Path:
+        """Workspaces' files (spec §27.1), one folder per workspace id."""
+        return self.files_dir / "workspaces"
 
     @property
     def run_dir(self) -> Path:

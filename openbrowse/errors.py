@@ -5,13 +5,15 @@ OpenBrowseError
 ├── NotFound                    an id that does not exist
 │   ├── SessionNotFound
 │   ├── ProfileNotFound
-│   └── BrowserNotFound
+│   ├── BrowserNotFound
+│   └── WorkspaceNotFound
 ├── MalformedRequest            a request body that cannot be interpreted at all
 ├── InvalidRequest              a well-formed request the service refuses (wrong state, bad model, bad effort)
 │   ├── InvalidTransition       a status change the transition table does not allow
 │   ├── SessionPaused           a person has taken over; the agent's work waits (code on the wire)
 │   ├── NotPausable             pause of something that is not running, parked or live
-│   └── NotPaused               resume of something that is not paused
+│   ├── NotPaused               resume of something that is not paused
+│   └── WorkspaceRequired       a cached script without a workspace to keep it in (code on the wire)
 ├── ProcessError                a supervised child process misbehaved
 │   ├── ProcessStartError       it could not be spawned or never became ready (stderr tail attached)
 │   └── ProcessDied             it exited while it was supposed to be running
@@ -21,6 +23,7 @@ OpenBrowseError
 │   └── SlotBlocked             (slots.foreign) a slot's display or port belongs to another program
 ├── StoreUnavailable            the database cannot be reached, at start-up or after the retries (503)
 │   └── NodeFenced              the cluster declared this node gone: its writes are refused (503)
+├── TooLarge                    a file or a workspace would go over its size limit (413)
 ├── OverLimit                   a bound of the control plane is reached: the queue, the event streams (429)
 │   └── CapacityExceeded        (sessions.browser_capacity) every slot is busy and the caller would not wait
 ├── SlotUnreachable             (slots.netns) a pinned endpoint inside a slot is gone; callers retry or end
@@ -54,6 +57,9 @@ __all__ = [
     "SessionNotFound",
     "SessionPaused",
     "StoreUnavailable",
+    "TooLarge",
+    "WorkspaceNotFound",
+    "WorkspaceRequired",
 ]
 
 
@@ -102,6 +108,13 @@ class BrowserNotFound(NotFound):
         super().__init__(message)
 
 
+class WorkspaceNotFound(NotFound):
+    code = "workspace_not_found"
+
+    def __init__(self, message: str = "Workspace not found") -> None:
+        super().__init__(message)
+
+
 class MalformedRequest(OpenBrowseError):
     """The request body cannot be interpreted (HTTP 400)."""
 
@@ -142,6 +155,18 @@ class NotPaused(InvalidRequest):
 
     code = "session_not_paused"
     code_on_wire = True
+
+
+class WorkspaceRequired(InvalidRequest):
+    """``cacheScript`` asked for a cached script but no workspace is attached to keep it in (spec §27.3)."""
+
+    code = "workspace_required"
+    code_on_wire = True
+
+    def __init__(
+        self, message: str = "A cached script needs a workspace: pass workspaceId or set cacheScript to false."
+    ) -> None:
+        super().__init__(message)
 
 
 class ProcessError(OpenBrowseError):
@@ -187,6 +212,12 @@ class BrowserUnavailable(OpenBrowseError):
     """No usable Chromium binary was found, or the browser could not be launched."""
 
     code = "browser_unavailable"
+
+
+class TooLarge(OpenBrowseError):
+    """A file or a workspace would go over its size limit (spec §27.1): HTTP 413, nothing of it is kept."""
+
+    code = "too_large"
 
 
 class StoreUnavailable(OpenBrowseError):

@@ -87,5 +87,20 @@ class FileUrlSigner:
         expected = self._digest(self.path_of(kind, owner_id, area, name), deadline)
         return hmac.compare_digest(expected, sig)
 
+    def sign_path(self, path: str, *, ttl_s: int | None = None, now: float | None = None) -> str:
+        """``path`` (already quoted, with no query) signed for ``ttl_s`` (default: this signer's): the path and query
+        of a link to any resource that takes these signatures (workspace files, spec §27.1)."""
+        expires = int((time.time() if now is None else now) + (self._ttl_s if ttl_s is None else ttl_s))
+        return f"{path}?{urlencode({'expires': expires, 'sig': self._digest(path, expires)})}"
+
+    def verify_path(self, path: str, expires: str | None, sig: str | None, *, now: float | None = None) -> bool:
+        """:meth:`verify` for a link made by :meth:`sign_path`."""
+        if not expires or not sig:
+            return False
+        deadline = ascii_int(expires, what="The link's expires")
+        if deadline < (time.time() if now is None else now):
+            return False
+        return hmac.compare_digest(self._digest(path, deadline), sig)
+
     def _digest(self, path: str, expires: int) -> str:
         return hmac.new(self._key, f"{path}\n{expires}".encode(), hashlib.sha256).hexdigest()

@@ -51,6 +51,12 @@ class CreateSessionBody(WireModel):
 
     webhook_url: str | None = None
     """This session's own webhook target, besides ``WEBHOOK_URL`` (spec §22.4)."""
+    workspace_id: str | None = Field(default=None, max_length=100)
+    """Attach a workspace (spec §27.2): the agent's file actions see it as their root."""
+    cache_script: bool | None = None
+    """Cache a script for this task's template (spec §27.3); null: when the task has ``@{{…}}`` and a workspace."""
+    auto_heal: bool | None = None
+    """Re-run the agent when a cached script fails or its output fails the check (spec §27.3); default true."""
 
     @field_validator("webhook_url")
     @classmethod
@@ -104,7 +110,7 @@ class SessionView(WireModel):
     live_url: str | None
     recording_urls: list[str] = Field(default_factory=list)
     profile_id: str | None
-    workspace_id: None = None
+    workspace_id: str | None = None
     proxy_country_code: None = None
     max_cost_usd: str | None
     total_input_tokens: int
@@ -167,6 +173,7 @@ def session_view(
         live_url=record.live_url,
         recording_urls=recording_urls or [],
         profile_id=record.profile_id,
+        workspace_id=record.workspace_id,
         max_cost_usd=format_usd(record.max_cost_usd) if record.max_cost_usd is not None else None,
         total_input_tokens=record.total_input_tokens,
         total_output_tokens=record.total_output_tokens,

@@ -94,6 +94,12 @@ class SessionRecord:
     """This session's own webhook target (spec §22.4), besides ``WEBHOOK_URL``."""
     owner_node: str | None = None
     """The node that last started or queued its run, and holds its browser while one is up (spec §26.3)."""
+    workspace_id: str | None = None
+    """The attached workspace (spec §27.2): the agent's files live there; follow-ups keep it."""
+    cache_script: bool | None = None
+    """``cacheScript`` as sent (spec §27.3): None caches templated tasks when a workspace is attached."""
+    auto_heal: bool = True
+    """``autoHeal`` (spec §27.3): a cached script that fails, or whose output fails the check, is healed."""
 
     @property
     def total_cost_usd(self) -> Decimal:

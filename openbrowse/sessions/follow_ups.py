@@ -11,6 +11,7 @@ from openbrowse.domain.secrets import scope_secrets
 from openbrowse.domain.sessions import SessionRecord, SessionStatus
 from openbrowse.errors import InvalidRequest
 from openbrowse.sessions.requests import SessionCreate, follow_up_ceiling, resolve_session_effort, resolve_session_model
+from openbrowse.sessions.workspace_choice import follow_up_fields
 
 RESTART_FIELDS = ("model", "reasoning effort", "output schema", "sensitive data", "system prompt extension", "profile")
 """The fields a follow-up can only change by restarting the browser."""
@@ -84,4 +85,5 @@ async def follow_up_changes(
     )
     if ceiling_changes:
         changes["max_cost_usd"] = ceiling
+    changes.update(follow_up_fields(record, request))  # spec §27: the workspace stays, cache choices may change
     return changes, changed

@@ -20,13 +20,7 @@ from openbrowse.domain.clock import Clock, to_wire, utc_now
 from openbrowse.domain.feed import FeedEntry, Message
 from openbrowse.domain.ids import SessionId, new_session_id
 from openbrowse.domain.secrets import scope_secrets
-from openbrowse.domain.sessions import (
-    TERMINAL_STATUSES,
-    SessionRecord,
-    SessionStatus,
-    StopStrategy,
-    title_from_task,
-)
+from openbrowse.domain.sessions import TERMINAL_STATUSES, SessionRecord, SessionStatus, StopStrategy, title_from_task
 from openbrowse.errors import BrowserUnavailable, InvalidRequest, NotPausable, NotPaused, SessionNotFound, SessionPaused
 from openbrowse.sessions.admission import QueueAdmission, queue_eta
 from openbrowse.sessions.follow_ups import check_accepts_follow_up, follow_up_changes
@@ -46,10 +40,12 @@ from openbrowse.sessions.runtime import LiveSlot, WorkerRuntime
 from openbrowse.sessions.states import Trigger, end_reason_of, transition
 from openbrowse.sessions.sweeper import EXPIRED_SUMMARY, Sweeper, is_stale_shell
 from openbrowse.sessions.worker import SessionWorker
+from openbrowse.sessions.workspace_choice import new_session_fields
 from openbrowse.shielding import run_shielded
 from openbrowse.store.feed import FeedRepo
 from openbrowse.store.profiles import ProfileRepo
 from openbrowse.store.sessions import NEXT_IN_QUEUE, SessionRepo
+from openbrowse.workspaces.service import WorkspaceService
 
 logger = logging.getLogger(__name__)
 
@@ -64,8 +60,9 @@ class SessionManager:
         runtime: WorkerRuntime,
         clock: Clock = utc_now,
         admission: QueueAdmission | None = None,
+        workspaces: WorkspaceService | None = None,
     ) -> None:
-        self._settings = settings
+        self._settings, self._workspaces = settings, workspaces
         self.sessions = sessions
         self.feed = feed
         self._profiles = profiles
@@ -256,6 +253,7 @@ class SessionManager:
         effort = resolve_session_effort(resolved.spec, request.effort_request())
         if request.profile_id is not None:
             await self._require_profile(request.profile_id)
+        workspace_fields = await new_session_fields(request, self._workspaces)  # spec §27
         task = task_text(request.task)
         if task:
             self._refuse_while_draining()
@@ -285,6 +283,7 @@ class SessionManager:
             enable_recording=self._settings.RECORDING_DEFAULT
             if request.enable_recording is None
             else request.enable_recording,
+            **workspace_fields,
         )
         with self._queue_place(needed=bool(task)):
             self._secrets.hold(record.id, record.sensitive_data)

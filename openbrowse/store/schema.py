@@ -49,6 +49,9 @@ sessions = sa.Table(
     sa.Column("enable_recording", sa.Integer, nullable=False),
     sa.Column("webhook_url", sa.Text),
     sa.Column("owner_node", sa.Text),
+    sa.Column("workspace_id", sa.Text),
+    sa.Column("cache_script", sa.Integer),
+    sa.Column("auto_heal", sa.Integer, nullable=False, server_default="1"),
 )
 
 messages = sa.Table(
@@ -130,4 +133,13 @@ nodes = sa.Table(
     sa.Column("started_at", sa.Float, nullable=False),
     sa.Column("last_seen_at", sa.Float, nullable=False),
     sa.Column("left_at", sa.Float),
+)
+
+workspaces = sa.Table(
+    "workspaces",
+    metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("name", sa.Text),
+    sa.Column("created_at", sa.Text, nullable=False),
+    sa.Column("updated_at", sa.Text, nullable=False),
 )

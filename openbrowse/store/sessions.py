@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from openbrowse.store.db import Database, Tx
 
 _JSON_COLUMNS = {"output", "output_schema", "sensitive_data", "pause"}
-_BOOL_COLUMNS = {"keep_alive", "browser_live", "enable_recording"}
+_BOOL_COLUMNS = {"keep_alive", "browser_live", "enable_recording", "cache_script", "auto_heal"}
 _DECIMAL_COLUMNS = {"max_cost_usd", "allowance_usd", "llm_cost_usd", "captcha_cost_usd"}
 _TIME_COLUMNS = ("created_at", "updated_at")
 T = TypeVar("T")

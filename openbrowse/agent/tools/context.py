@@ -49,6 +49,11 @@ class ToolContext:
     file_area_mb: int = DEFAULT_AREA_MB
     """The cap of ``files_dir`` (``SLOT_DISK_MB``, spec §24.5): what comes in from the slot or a script fits."""
 
+    workspace_dir: Path | None = None
+    """The attached workspace's folder (spec §27.2): the file actions' root, a source for ``upload_file``."""
+    workspace_limit_bytes: int = 0
+    """``WORKSPACE_MAX_MB`` in bytes: what the agent's writes to the workspace stay under."""
+
     @property
     def file_quota(self) -> AreaQuota:
         return AreaQuota.of(self.files_dir, self.file_area_mb)

@@ -66,6 +66,9 @@ def to_session_create(body: CreateSessionBody) -> SessionCreate:
         max_duration_ms=body.max_duration_ms,
         enable_recording=body.enable_recording,
         webhook_url=body.webhook_url,
+        workspace_id=body.workspace_id,
+        cache_script=body.cache_script,
+        auto_heal=body.auto_heal,
         retired_field=retired,
         sent_fields=sent,
     )
