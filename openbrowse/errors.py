@@ -11,7 +11,8 @@ OpenBrowseError
 │   ├── InvalidTransition       a status change the transition table does not allow
 │   ├── SessionPaused           a person has taken over; the agent's work waits (code on the wire)
 │   ├── NotPausable             pause of something that is not running, parked or live
-│   └── NotPaused               resume of something that is not paused
+│   ├── NotPaused               resume of something that is not paused
+│   └── ProxyUnavailable        a proxyCountryCode the operator's PROXY_POOL does not have (code on the wire)
 ├── ProcessError                a supervised child process misbehaved
 │   ├── ProcessStartError       it could not be spawned or never became ready (stderr tail attached)
 │   └── ProcessDied             it exited while it was supposed to be running
@@ -48,6 +49,7 @@ __all__ = [
     "ProcessError",
     "ProcessStartError",
     "ProfileNotFound",
+    "ProxyUnavailable",
     "ResourceLimitExceeded",
     "SessionNotFound",
     "SessionPaused",
@@ -139,6 +141,13 @@ class NotPaused(InvalidRequest):
     """A resume for something that is not paused."""
 
     code = "session_not_paused"
+    code_on_wire = True
+
+
+class ProxyUnavailable(InvalidRequest):
+    """``proxyCountryCode`` names a country the operator's ``PROXY_POOL`` has no proxy for (spec §28.1)."""
+
+    code = "proxy_unavailable"
     code_on_wire = True
 
 

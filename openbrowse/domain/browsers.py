@@ -69,6 +69,9 @@ class BrowserRecord:
     queue_expires_at: datetime | None = None
     enable_recording: bool = False
     """The browser's display is recorded to its ``recordings/`` until it stops (spec §22.1)."""
+    proxy: dict[str, Any] | None = None
+    """The upstream proxy's public form (spec §28.1): ``country``, or ``host``/``port``/``scheme``/``hasUsername``."""
+    proxy_bytes: int = 0
 
     @property
     def active(self) -> bool:

@@ -92,10 +92,15 @@ class SessionRecord:
     """Each turn's display is recorded to the session's ``recordings/`` (spec §22.1)."""
     webhook_url: str | None = None
     """This session's own webhook target (spec §22.4), besides ``WEBHOOK_URL``."""
+    proxy: dict[str, Any] | None = None
+    """The upstream proxy (spec §28.1): ``country`` when from the pool, else ``customProxy``'s fields, credentials
+    included while the session lives (wiped with ``sensitive_data`` when it ends); None: direct."""
+    proxy_bytes: int = 0
+    proxy_cost_usd: Decimal = field(default_factory=Decimal)
 
     @property
     def total_cost_usd(self) -> Decimal:
-        return self.llm_cost_usd + self.captcha_cost_usd
+        return self.llm_cost_usd + self.captcha_cost_usd + self.proxy_cost_usd
 
     @property
     def ends_at(self) -> datetime | None:

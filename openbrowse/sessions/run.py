@@ -39,6 +39,7 @@ from openbrowse.llm.usage.costs import CallUsage, CostLedger
 from openbrowse.llm.usage.metering import MeteredChatModel
 from openbrowse.network.policy import NetworkRules
 from openbrowse.profiles.sync import ProfileStore, ProfileSync
+from openbrowse.sessions.proxies import ProxyMeter
 from openbrowse.sessions.scripts import SessionScripts
 from openbrowse.sessions.slot_downloads import collect_downloads, folders_of
 from openbrowse.shielding import run_shielded
@@ -119,6 +120,7 @@ class AgentEngine:
         self._slot: SlotEndpoints | None = None
         self._folders: BrowserFolders | None = None
         self._network = NetworkRules.from_settings(settings)
+        self.proxy = ProxyMeter(settings, record)  # spec §28.1: the worker puts its route on the slot
         self._browser: BrowserSession | None = None
         self._scripts: SessionScripts | None = None
         self._runner: AgentRunner | None = None
@@ -135,7 +137,7 @@ class AgentEngine:
         self._ledger.record(call)
 
     def total_cost(self) -> Decimal:
-        return self._ledger.total_usd + self._captcha_usd
+        return self._ledger.total_usd + self._captcha_usd + self.proxy.usd()
 
     async def ceiling(self) -> Decimal | None:
         return self._turn_record.max_cost_usd
@@ -150,6 +152,7 @@ class AgentEngine:
             total_input_tokens=totals.input_tokens,
             total_output_tokens=totals.output_tokens,
             llm_cost_usd=totals.total_usd,
+            **self.proxy.changes(),
         )
 
     async def captcha_spent(self, usd: Decimal) -> None:
@@ -191,6 +194,7 @@ class AgentEngine:
             total_input_tokens=totals.input_tokens,
             total_output_tokens=totals.output_tokens,
             llm_cost_usd=totals.total_usd,
+            **self.proxy.changes(),
         )
 
     # -- Engine ------------------------------------------------------------------------------------------------
@@ -230,6 +234,7 @@ class AgentEngine:
                     system_prompt_extension=self._record.system_prompt_extension,
                     captcha=self._captcha_settings(),
                     network=self._network,
+                    proxy=self.proxy.route,
                     codeview_url=self._settings.codeview_url,
                     browser_folders=self._folders,
                     file_area_mb=self._settings.SLOT_DISK_MB,

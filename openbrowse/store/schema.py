@@ -48,6 +48,9 @@ sessions = sa.Table(
     sa.Column("max_duration_ms", sa.Integer),
     sa.Column("enable_recording", sa.Integer, nullable=False),
     sa.Column("webhook_url", sa.Text),
+    sa.Column("proxy", sa.Text),
+    sa.Column("proxy_bytes", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("proxy_cost_usd", sa.Text, nullable=False, server_default="0"),
 )
 
 messages = sa.Table(
@@ -96,6 +99,8 @@ browsers = sa.Table(
     sa.Column("queued_at", sa.Text),
     sa.Column("queue_expires_at", sa.Text),
     sa.Column("enable_recording", sa.Integer, nullable=False),
+    sa.Column("proxy", sa.Text),
+    sa.Column("proxy_bytes", sa.BigInteger, nullable=False, server_default="0"),
 )
 
 webhook_outbox = sa.Table(

@@ -66,6 +66,8 @@ def to_session_create(body: CreateSessionBody) -> SessionCreate:
         max_duration_ms=body.max_duration_ms,
         enable_recording=body.enable_recording,
         webhook_url=body.webhook_url,
+        custom_proxy=body.custom_proxy,
+        proxy_country_code=body.proxy_country_code,
         retired_field=retired,
         sent_fields=sent,
     )
