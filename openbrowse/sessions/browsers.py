@@ -49,7 +49,7 @@ from openbrowse.sessions.browser_parts import BrowserLease, BrowserRequest, CdpE
 from openbrowse.sessions.browser_running import RunningBrowser, first_of, remove_profile_base
 from openbrowse.sessions.browser_tokens import BrowserTokens, IssuedToken
 from openbrowse.sessions.pausing import PauseRecord
-from openbrowse.sessions.proxies import forget_route, put_route_on
+from openbrowse.sessions.proxies import put_route_on
 from openbrowse.sessions.recordings import browser_recording, finalize_all_leftovers
 from openbrowse.sessions.runtime import LiveSlot
 from openbrowse.sessions.slot_downloads import collect_downloads, folders_of
@@ -394,7 +394,7 @@ class BrowserService:
                     await self._repo.mark_stopped(browser.id, reason=reason, finished_at=now, proxy_bytes=used)
                     logger.info("Raw browser %s stopped (%s)", browser.id, browser.reason)
         finally:
-            forget_route(browser.id)
+            await browser.forget_proxy()
             browser.ended.set()  # answers the stop and closes the browser's open connections
             if lease is not None:
                 await lease.release()

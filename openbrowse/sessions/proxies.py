@@ -10,10 +10,14 @@ never goes out directly instead.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
+
+from cdp_use.client import CDPClient
 
 from openbrowse.config import Settings
 from openbrowse.domain.redaction import REDACTORS
@@ -28,6 +32,7 @@ __all__ = ["ProxyChooser", "proxy_cost_usd", "proxy_used_mb", "public_proxy", "w
 logger = logging.getLogger(__name__)
 
 POOL_REDACTOR_KEY = "proxy-pool"
+CERT_CALL_TIMEOUT = 15.0
 BYTES_PER_GB = Decimal(10**9)
 _CUSTOM_FIELDS = {"host", "port", "username", "password", "ignoreCertErrors", "scheme"}
 
@@ -118,6 +123,10 @@ class ProxyMeter:
         self._earlier = record.proxy_bytes
 
     @property
+    def upstream(self) -> UpstreamProxy | None:
+        return self.route.proxy if self.route is not None else None
+
+    @property
     def bytes(self) -> int:
         return self._earlier + (self.route.bytes if self.route is not None else 0)
 
@@ -151,6 +160,40 @@ def browser_route(browser_id: str, proxy: UpstreamProxy | None) -> ProxyRoute | 
 
 def forget_route(owner_id: str) -> None:
     REDACTORS.drop(owner_id)
+
+
+class ProxyCertificates:
+    """With ``ignoreCertErrors``, the browser accepts the certificates its proxy's TLS interception presents (spec
+    §28.1): ``Security.setIgnoreCertificateErrors`` on a DevTools connection of our own to that one Chromium (each
+    slot runs its own), kept open while the browser lives, since Chromium drops the override with the connection
+    that set it. No launch flag, so a warm spare serves such a browser too."""
+
+    def __init__(self) -> None:
+        self._client: CDPClient | None = None
+
+    async def accept(self, cdp_ws_url: str, proxy: UpstreamProxy | None) -> None:
+        if proxy is None or not proxy.ignore_cert_errors or self._client is not None:
+            return
+        client = CDPClient(cdp_ws_url)
+        try:
+            async with asyncio.timeout(CERT_CALL_TIMEOUT):
+                await client.start()  # type: ignore[no-untyped-call]
+                await client.send_raw("Security.setIgnoreCertificateErrors", {"ignore": True})
+        except Exception as exc:
+            await self._stop(client)
+            raise BrowserUnavailable("The browser could not be set to accept the proxy's certificates.") from exc
+        self._client = client
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None:
+            await self._stop(client)
+
+    @staticmethod
+    async def _stop(client: CDPClient) -> None:
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(CERT_CALL_TIMEOUT):
+                await client.stop()  # type: ignore[no-untyped-call]
 
 
 def engine_route(engine: object) -> ProxyRoute | None:

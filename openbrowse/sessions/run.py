@@ -39,7 +39,7 @@ from openbrowse.llm.usage.costs import CallUsage, CostLedger
 from openbrowse.llm.usage.metering import MeteredChatModel
 from openbrowse.network.policy import NetworkRules
 from openbrowse.profiles.sync import ProfileStore, ProfileSync
-from openbrowse.sessions.proxies import ProxyMeter
+from openbrowse.sessions.proxies import ProxyCertificates, ProxyMeter
 from openbrowse.sessions.scripts import SessionScripts
 from openbrowse.sessions.slot_downloads import collect_downloads, folders_of
 from openbrowse.shielding import run_shielded
@@ -121,6 +121,7 @@ class AgentEngine:
         self._folders: BrowserFolders | None = None
         self._network = NetworkRules.from_settings(settings)
         self.proxy = ProxyMeter(settings, record)  # spec §28.1: the worker puts its route on the slot
+        self._certificates = ProxyCertificates()
         self._browser: BrowserSession | None = None
         self._scripts: SessionScripts | None = None
         self._runner: AgentRunner | None = None
@@ -206,6 +207,7 @@ class AgentEngine:
         self._goal = asyncio.create_task(self._preflight(task), name=f"preflight-{self._record.id}")
         try:
             self._slot = await browser
+            await self._certificates.accept(self._slot.cdp_ws_url, self.proxy.upstream)
             self._folders = await folders_of(self._slot, self._files)  # uploads made before this turn too
             if self._record.profile_id and self._profiles is not None:
                 self._profile = await ProfileSync.start(
@@ -368,6 +370,7 @@ class AgentEngine:
         if browser is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(browser.kill(), timeout=10)
+        await self._certificates.aclose()
         await self._collect_downloads()  # before the slot and its directory are released
         await asyncio.to_thread(_remove_scratch, self._files)
         if self._runner is not None:

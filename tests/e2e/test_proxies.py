@@ -9,8 +9,12 @@ One server for the module (one slot). Its pool: ``us`` = the HTTP proxy, ``de`` 
 
 from __future__ import annotations
 
+import ssl
+import subprocess
+import threading
 import uuid
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -32,6 +36,18 @@ pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
 USER = "e2e-proxy-user-9d"
 PASSWORD = "e2e-proxy-pw-4b7f2a"
 CUSTOM_PASSWORD = "custom-proxy-pw-61e0c3"
+OPENSSL_SELF_SIGNED = [
+    "openssl",
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-days",
+    "1",
+    "-subj",
+    "/CN=127.0.0.1",
+]
 
 
 @pytest.fixture(scope="module")
@@ -203,3 +219,62 @@ def test_a_session_whose_proxy_is_dead_fails_loudly_and_leaks_nothing(
     metrics = loopback.get(f"{server.base_url}/metrics").text
     for text in (str(finished), str(feed), metrics, server.log(), str(requests)):
         no_secret_in(text)
+
+
+# -- ignoreCertErrors ----------------------------------------------------------------------------------------------
+class _Hello(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        body = b"<h1>self-signed hello</h1>"
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def self_signed_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    """An HTTPS site whose certificate no browser trusts, as a TLS-intercepting proxy would present one."""
+    folder = tmp_path_factory.mktemp("tls")
+    key, cert = folder / "key.pem", folder / "cert.pem"
+    subprocess.run(
+        [*OPENSSL_SELF_SIGNED, "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Hello)
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield int(httpd.server_address[1])
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+async def test_ignore_cert_errors_holds_for_that_browser_only(
+    http: httpx.Client, upstream: UpstreamProxies, self_signed_site: int
+) -> None:
+    proxy = {"host": "127.0.0.1", "port": upstream.http_port, "username": USER, "password": PASSWORD}
+    url = f"https://127.0.0.1:{self_signed_site}/"
+    for ignore in (True, False):
+        created = create_browser(http, customProxy={**proxy, "ignoreCertErrors": ignore})
+        async with async_playwright() as playwright:
+            remote = await playwright.chromium.connect_over_cdp(created["cdpUrl"])
+            page = remote.contexts[0].pages[0]
+            if ignore:
+                await page.goto(url)
+                assert await page.inner_text("h1") == "self-signed hello"
+            else:
+                with pytest.raises(PlaywrightError, match="ERR_CERT_AUTHORITY_INVALID"):
+                    await page.goto(url)
+            await remote.close()
+        stop_browser(http, created["id"])
+    assert upstream.tunnels("http").count(f"127.0.0.1:{self_signed_site}") >= 2
