@@ -15,6 +15,7 @@ from openbrowse.domain.feed import Message
 from openbrowse.domain.money import format_usd
 from openbrowse.domain.sessions import MAX_MAX_DURATION_MS, MIN_MAX_DURATION_MS, SessionRecord
 from openbrowse.sessions.proxies import proxy_used_mb, public_proxy
+from openbrowse.sessions.unsupported import unhonoured_fields
 
 MAX_PAGE = 1_000_000
 """Largest page number a list accepts: far beyond any real listing, and its offset stays inside SQLite's int64."""
@@ -56,6 +57,14 @@ class CreateSessionBody(WireModel):
     """``{host, port, username?, password?, ignoreCertErrors?, scheme?: "http"|"socks5"}`` (spec §28.1)."""
     proxy_country_code: str | None = None
     """A country of the operator's ``PROXY_POOL``; ``null``: direct; absent: ``PROXY_DEFAULT_COUNTRY``."""
+    agentmail: Any = None
+    code_mode: Any = None
+    enable_scheduled_tasks: Any = None
+    """BU-only: accepted, and a value we cannot honour adds one ``system`` event to the feed (spec §2.2)."""
+
+    def unhonoured(self) -> list[str]:
+        sent = {"agentmail": self.agentmail, "codeMode": self.code_mode}
+        return unhonoured_fields({**sent, "enableScheduledTasks": self.enable_scheduled_tasks})
 
     @field_validator("webhook_url")
     @classmethod

@@ -30,6 +30,7 @@ from tests.fakes.site import FixtureSites
 from tests.support import loopback
 from tests.support.server import ServerProcess
 from tests.support.upstream_proxy import UpstreamProxies, dead_port, upstream_proxies
+from tests.support.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.display, needs_display]
 
@@ -99,6 +100,16 @@ def test_proxy_options_that_cannot_be_honoured_are_refused_in_one_sentence(http:
             path, json={"task": "x", "proxyCountryCode": "us", "customProxy": {"host": "p.example", "port": 8080}}
         )
         assert both.json() == {"detail": "Send either customProxy or proxyCountryCode, not both."}
+
+
+def test_bu_only_fields_we_cannot_honour_get_one_system_event(server: ServerProcess, http: httpx.Client) -> None:
+    asked = http.post("/v3/sessions", json={"agentmail": True, "codeMode": True, "useOwnKey": True})
+    assert asked.status_code == 200
+    events = [m for m in messages(server, asked.json()["id"]) if data_of(m).get("action") == "unsupported_option"]
+    assert len(events) == 1 and data_of(events[0])["fields"] == ["agentmail", "codeMode"]
+    assert "agentmail" in events[0]["summary"] and "codeMode" in events[0]["summary"]
+    quiet = http.post("/v3/sessions", json={"agentmail": False, "enableScheduledTasks": None})
+    assert [m for m in messages(server, quiet.json()["id"]) if data_of(m).get("action") == "unsupported_option"] == []
 
 
 # -- raw browsers --------------------------------------------------------------------------------------------------
@@ -188,6 +199,31 @@ def test_a_session_browses_and_fetches_through_the_pool_proxy(
     assert proxied(upstream, "socks5", site) >= before + 2  # the page and the server-side fetch
     assert finished["proxyUsedMb"] != "0" and finished["proxyCostUsd"] != "0"
     assert float(finished["totalCostUsd"]) >= float(finished["proxyCostUsd"])
+
+
+def test_a_keep_alive_follow_up_keeps_the_proxy(
+    server: ServerProcess, fake: FakeProvider, site: FixtureSites, upstream: UpstreamProxies
+) -> None:
+    first, second = token("KEEP1"), token("KEEP2")
+    # the follow-up's requests carry the first turn's marker too: its script goes first
+    fake.script(second, [navigate(f"{site.url}/product/blue"), done("two")], when=agent_steps)
+    fake.script(first, [navigate(f"{site.url}/product/red"), done("one")], when=agent_steps)
+    session = create(server, task=f"{first} Look at red.", proxyCountryCode="us", keepAlive=True)
+    wait_until_status(server, session["id"], {"idle"})
+    before = proxied(upstream, "http", site)
+    other = loopback.post(
+        f"{server.v3}/sessions", json={"sessionId": session["id"], "task": "x", "proxyCountryCode": "de"}, timeout=30
+    )
+    assert other.status_code == 422 and "keeps the proxy it was created with" in other.json()["detail"]
+    follow = create(server, sessionId=session["id"], task=f"{second} Now blue.")
+    assert follow["proxyCountryCode"] == "us"
+    wait_for(lambda: len(step_requests(fake, second)) >= 2 or None, 120, what="the follow-up's second step")
+    idle = wait_until_status(server, session["id"], {"idle"})
+    assert "Blue Widget" in step_requests(fake, second)[1].text
+    assert proxied(upstream, "http", site) > before
+    assert float(idle["proxyUsedMb"]) > float(session["proxyUsedMb"])
+    stopped = loopback.post(f"{server.v3}/sessions/{session['id']}/stop", json={}, timeout=60)
+    assert stopped.status_code == 200
 
 
 def test_a_session_whose_proxy_is_dead_fails_loudly_and_leaks_nothing(
