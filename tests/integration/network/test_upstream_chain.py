@@ -5,7 +5,7 @@ and never a direct connection, and the network policy still checks the proxy's o
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import httpx
 import pytest
@@ -19,9 +19,15 @@ from openbrowse.network.upstream import UpstreamProxy, parse_proxy_url
 from tests.integration.network.egress_support import WITHIN, tcp_echo_server
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.upstream_proxy import UpstreamProxies, dead_port, upstream_proxies
+from tests.support.waiting import wait_for
 
 USER = "chain-user-31"
 PASSWORD = "chain-pw-8c4e1b"
+
+
+def logged(condition: Callable[[], bool]) -> None:
+    """pproxy writes its log line as it acts, not before its answer reaches us: wait for the line."""
+    wait_for(lambda: condition() or None, WITHIN, what="pproxy's log line")
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +58,7 @@ async def test_page_traffic_goes_through_the_upstream_proxy(
         response = await client.get(f"http://localhost:{site.port}/echo")
     assert response.status_code == 200 and response.json()["host"] == f"localhost:{site.port}"
     # the proxy was handed the address the enforcer checked, never the name to resolve again
-    assert upstream.tunnels(scheme).count(f"127.0.0.1:{site.port}") == before + 1
+    logged(lambda: upstream.tunnels(scheme).count(f"127.0.0.1:{site.port}") == before + 1)
     assert route.bytes >= len(response.content)
 
 
@@ -68,7 +74,7 @@ async def test_connect_tunnels_go_through_the_upstream_proxy_too(
         writer.write(b"ping")
         assert await reader.readexactly(4) == b"ping"
         writer.close()
-    assert f"127.0.0.1:{echo}" in upstream.tunnels("http")
+    logged(lambda: f"127.0.0.1:{echo}" in upstream.tunnels("http"))
     assert route.bytes >= 8
 
 
@@ -89,7 +95,7 @@ async def test_refused_credentials_fail_loudly_once_and_never_go_direct(
         assert response.status_code == 502
         assert f"The upstream proxy 127.0.0.1:{port} failed" in response.text
         assert "never directly" in response.text and "wrong-pw-2f" not in response.text
-    assert upstream.refused_logins() == refused_before + 2
+    logged(lambda: upstream.refused_logins() == refused_before + 2)
     assert [label for label, _ in reported] == [f"127.0.0.1:{port}"]  # one report per failure streak
 
 
@@ -134,7 +140,7 @@ async def test_server_side_fetches_go_through_the_upstream_proxy(
     before = upstream.tunnels(scheme).count(f"127.0.0.1:{site.port}")
     response = await fetch(NetworkRules("open"), f"http://localhost:{site.port}/echo?via=fetch", route=route)
     assert response.status == 200 and b'"query":"via=fetch"' in response.body
-    assert upstream.tunnels(scheme).count(f"127.0.0.1:{site.port}") == before + 1
+    logged(lambda: upstream.tunnels(scheme).count(f"127.0.0.1:{site.port}") == before + 1)
     assert route.bytes >= len(response.body)
 
 
