@@ -45,6 +45,7 @@ BENCHMARKS = {
     "mcp_shared": "MCP browser tools: an added owner context in the shared browser against a raw browser on its slot",
     "store_rows": "Session rows: the pydantic mapping against the hand mapping of dda951a",
     "store_backends": "PostgreSQL against SQLite: GET session p99 (20 clients), the 4-step task, server RSS",
+    "proxy_overhead": "Page loads through an upstream proxy (pproxy on loopback) against direct ones",
 }
 TITLES: dict[str, str] = {}
 PLACEHOLDERS: dict[str, str] = {}
