@@ -92,7 +92,7 @@ class SessionRecord:
     """Each turn's display is recorded to the session's ``recordings/`` (spec §22.1)."""
     webhook_url: str | None = None
     """This session's own webhook target (spec §22.4), besides ``WEBHOOK_URL``."""
-    proxy: dict[str, Any] | None = None
+    proxy: dict[str, Any] | None = field(default=None, repr=False)
     """The upstream proxy (spec §28.1): ``country`` when from the pool, else ``customProxy``'s fields, credentials
     included while the session lives (wiped with ``sensitive_data`` when it ends); None: direct."""
     proxy_bytes: int = 0

@@ -212,7 +212,7 @@ def custom_proxy(raw: object) -> UpstreamProxy:
         raw.get("port"),
         username=raw.get("username"),
         password=raw.get("password"),
-        scheme=raw.get("scheme", "http"),
+        scheme=raw.get("scheme") or "http",
         ignore_cert_errors=raw.get("ignoreCertErrors", False) or False,
     )
 
