@@ -24,7 +24,7 @@ from playwright.async_api import Error as PlaywrightError, async_playwright
 from tests.e2e.agent_support import agent_steps, create, data_of, messages, step_requests, token, wait_until_status
 from tests.e2e.browser_support import create_browser, needs_display, stop_browser
 from tests.e2e.servers import agent_env, api_client, running_server
-from tests.fakes.llm_script import agent_step, done, navigate
+from tests.fakes.llm_script import agent_step, done, navigate, run_code
 from tests.fakes.llm_server import FakeProvider
 from tests.fakes.site import FixtureSites
 from tests.support import loopback
@@ -190,6 +190,9 @@ def test_a_session_browses_and_fetches_through_the_pool_proxy(
         [
             navigate(f"{site.url}/product/green"),
             agent_step([{"http_fetch": {"url": f"{site.url}/prices.json"}}]),
+            run_code(
+                "viaproxy", f"answer = await fetch({site.url + '/prices.json'!r})\nprint('got', answer['status'])"
+            ),
             done("seen"),
         ],
         when=agent_steps,
@@ -200,8 +203,8 @@ def test_a_session_browses_and_fetches_through_the_pool_proxy(
     finished = wait_until_status(server, session["id"], {"stopped", "error"})
     assert finished["status"] == "stopped" and finished["isTaskSuccessful"] is True
     requests = step_requests(fake, marker)
-    assert "Green Gizmo" in requests[1].text and "8.25" in requests[2].text
-    logged(lambda: proxied(upstream, "socks5", site) >= before + 2)  # the page and the server-side fetch
+    assert "Green Gizmo" in requests[1].text and "8.25" in requests[2].text and "got 200" in requests[3].text
+    logged(lambda: proxied(upstream, "socks5", site) >= before + 3)  # the page, http_fetch and the script's fetch
     assert finished["proxyUsedMb"] != "0" and finished["proxyCostUsd"] != "0"
     assert float(finished["totalCostUsd"]) >= float(finished["proxyCostUsd"])
 
