@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 
 import httpx
 import pytest
+from websockets.asyncio.client import connect as ws_connect
 
 from openbrowse.agent.safe_fetch import FetchFailed, fetch
 from openbrowse.network.egress import EgressEnforcer
@@ -16,7 +17,7 @@ from openbrowse.network.policy import NetworkRules
 from openbrowse.network.proxy_route import ProxyRoute
 from openbrowse.network.refusal import Refusal
 from openbrowse.network.upstream import UpstreamProxy, parse_proxy_url
-from tests.integration.network.egress_support import WITHIN, tcp_echo_server
+from tests.integration.network.egress_support import WITHIN, tcp_echo_server, websocket_echo_server, websocket_key
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.upstream_proxy import UpstreamProxies, dead_port, upstream_proxies
 from tests.support.waiting import wait_for
@@ -76,6 +77,30 @@ async def test_connect_tunnels_go_through_the_upstream_proxy_too(
         writer.close()
     logged(lambda: f"127.0.0.1:{echo}" in upstream.tunnels("http"))
     assert route.bytes >= 8
+
+
+@pytest.mark.parametrize("scheme", ["http", "socks5"])
+async def test_websockets_go_through_the_upstream_proxy(
+    enforcer: EgressEnforcer, upstream: UpstreamProxies, scheme: str
+) -> None:
+    enforcer.use_route(ProxyRoute(parse_proxy_url(upstream.url(scheme))))
+    port = enforcer.tcp_ports[0]
+    async with websocket_echo_server() as ws_port:
+        async with ws_connect(f"ws://127.0.0.1:{ws_port}/", proxy=f"http://127.0.0.1:{port}") as socket_:
+            await socket_.send("over connect")
+            assert await socket_.recv() == "echo:over connect"
+        async with asyncio.timeout(WITHIN):  # a plain ws:// upgrade in absolute form, as Chromium sends it
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(
+                (
+                    f"GET http://127.0.0.1:{ws_port}/chat HTTP/1.1\r\nHost: 127.0.0.1:{ws_port}\r\n"
+                    f"Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                    f"Sec-WebSocket-Key: {websocket_key()}\r\nSec-WebSocket-Version: 13\r\n\r\n"
+                ).encode()
+            )
+            assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 101")
+            writer.close()
+        logged(lambda: upstream.tunnels(scheme).count(f"127.0.0.1:{ws_port}") == 2)
 
 
 @pytest.mark.parametrize("scheme", ["http", "socks5"])
