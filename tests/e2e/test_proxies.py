@@ -209,6 +209,20 @@ def test_a_session_browses_and_fetches_through_the_pool_proxy(
     assert float(finished["totalCostUsd"]) >= float(finished["proxyCostUsd"])
 
 
+def test_proxy_cost_counts_towards_max_cost_usd(server: ServerProcess, fake: FakeProvider, site: FixtureSites) -> None:
+    marker = token("PROXYBUDGET")
+    fake.script(
+        marker,
+        [agent_step([{"http_fetch": {"url": f"{site.url}/big"}}])],  # > 3 MB: > 3 USD at 1000 USD per GB
+        then=agent_step([{"http_fetch": {"url": f"{site.url}/big"}}]),
+        when=agent_steps,
+    )
+    session = create(server, task=f"{marker} Read the big page.", proxyCountryCode="us", maxCostUsd=1)
+    finished = wait_until_status(server, session["id"], {"stopped", "error"})
+    assert finished["failureKind"] == "budget_exceeded" and finished["stepCount"] == 1
+    assert float(finished["llmCostUsd"]) < 1 <= float(finished["proxyCostUsd"]) <= float(finished["totalCostUsd"])
+
+
 def test_a_keep_alive_follow_up_keeps_the_proxy(
     server: ServerProcess, fake: FakeProvider, site: FixtureSites, upstream: UpstreamProxies
 ) -> None:
