@@ -22,6 +22,7 @@ ProxyScheme: TypeAlias = Literal["http", "socks5"]
 SCHEMES: tuple[ProxyScheme, ...] = ("http", "socks5")
 MAX_CREDENTIAL_BYTES = 255
 """SOCKS5 carries each of username and password in one length byte (RFC 1929); the same bound for HTTP."""
+MIN_REDACTED_CHARS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,11 +46,13 @@ class UpstreamProxy:
         return {"host": self.host, "port": self.port, "scheme": self.scheme, "hasUsername": self.username is not None}
 
     def secret_values(self) -> dict[str, str]:
-        """Value → placeholder name, for the redactor (:mod:`openbrowse.domain.redaction`)."""
+        """Value → placeholder name, for the redactor (:mod:`openbrowse.domain.redaction`). Nothing of ours ever
+        writes them; this is the second line. Values shorter than :data:`MIN_REDACTED_CHARS` are left out: hiding
+        every ``u`` of every log line would make the log unreadable and protect nothing."""
         values = {}
-        if self.username:
+        if self.username and len(self.username) >= MIN_REDACTED_CHARS:
             values[self.username] = "proxy_username"
-        if self.password:
+        if self.password and len(self.password) >= MIN_REDACTED_CHARS:
             values[self.password] = "proxy_password"
         return values
 
