@@ -48,6 +48,7 @@ BENCHMARKS = {
     "browser_looks": "How the browser looks to detectors: BotD and the probe page in a session, a raw browser, stock",
     "software_gl": "Software WebGL: a slot's CPU with SwiftShader against the slot without GL flags",
     "cached_script": "Cached scripts: a cached run of the fixture shop task against the agent's run of it",
+    "proxy_overhead": "Page loads through an upstream proxy (pproxy on loopback) against direct ones",
 }
 TITLES: dict[str, str] = {}
 PLACEHOLDERS: dict[str, str] = {}

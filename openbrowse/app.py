@@ -48,6 +48,7 @@ from openbrowse.sessions.maintenance import Maintenance, MaintenanceDrain
 from openbrowse.sessions.manager import SessionManager
 from openbrowse.sessions.metrics import COUNTED_SESSION_FIELDS, ServiceMetrics, StateSources
 from openbrowse.sessions.policy import SessionPolicy
+from openbrowse.sessions.proxies import ProxyChooser
 from openbrowse.sessions.runtime import EngineLoader, WorkerRuntime
 from openbrowse.sessions.sweeper import Sweeper
 from openbrowse.sessions.takeover import TakeoverTokens
@@ -99,6 +100,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.load()
     _check_default_model(settings)
     browser_looks(settings)  # an unknown BROWSER_TIMEZONE stops the start, not every slot
+    ProxyChooser(settings).hold_pool_secrets()  # a PROXY_POOL that does not read is a ConfigError (spec §28.1)
     prepare_process_environment(settings.data_dir)  # also when served by `uvicorn --factory`, not only the CLI
 
     @asynccontextmanager

@@ -155,6 +155,10 @@ class Settings(ClusterSettings, BrowserSettings, FileSettings):
     """Holes in ``public-only``: host names with ``*`` wildcards, IP literals or CIDR blocks, comma-separated.
     Distinct from ``ALLOWED_HOSTS`` (the HTTP ``Host`` allow-list)."""
 
+    PROXY_POOL: str | None = None
+    """``proxyCountryCode``'s proxies (spec §28.1): ``us=http://user:pass@p1:8000,de=socks5://p2:1080``."""
+    PROXY_DEFAULT_COUNTRY: str | None = None  # the pool entry used when a request names no proxy; unset: direct
+    PROXY_COST_PER_GB: float = Field(default=0.0, ge=0, allow_inf_nan=False)  # USD per 10^9 bytes, in maxCostUsd
     SHUTDOWN_GRACE_S: float = Field(default=20, ge=0)
     """Seconds from a SIGTERM to the end of the sessions and raw browsers still running (``endReason:
     maintenance``); viewers and event streams are warned when the drain starts (spec §21.6). With anything running

@@ -14,6 +14,7 @@ OpenBrowseError
 │   ├── NotPausable             pause of something that is not running, parked or live
 │   ├── NotPaused               resume of something that is not paused
 │   └── WorkspaceRequired       a cached script without a workspace to keep it in (code on the wire)
+│   └── ProxyUnavailable        a proxyCountryCode the operator's PROXY_POOL does not have (code on the wire)
 ├── ProcessError                a supervised child process misbehaved
 │   ├── ProcessStartError       it could not be spawned or never became ready (stderr tail attached)
 │   └── ProcessDied             it exited while it was supposed to be running
@@ -53,6 +54,7 @@ __all__ = [
     "ProcessError",
     "ProcessStartError",
     "ProfileNotFound",
+    "ProxyUnavailable",
     "ResourceLimitExceeded",
     "SessionNotFound",
     "SessionPaused",
@@ -167,6 +169,13 @@ class WorkspaceRequired(InvalidRequest):
         self, message: str = "A cached script needs a workspace: pass workspaceId or set cacheScript to false."
     ) -> None:
         super().__init__(message)
+
+
+class ProxyUnavailable(InvalidRequest):
+    """``proxyCountryCode`` names a country the operator's ``PROXY_POOL`` has no proxy for (spec §28.1)."""
+
+    code = "proxy_unavailable"
+    code_on_wire = True
 
 
 class ProcessError(OpenBrowseError):

@@ -54,6 +54,7 @@ from openbrowse.domain.runs import Salvage, TurnOutcome
 from openbrowse.domain.scripts import ScriptRunner
 from openbrowse.domain.secrets import ScopedSecrets
 from openbrowse.network.policy import NetworkRules
+from openbrowse.network.proxy_route import ProxyRoute
 from openbrowse.upstream.anthropic_import import without_anthropic_sdk
 from openbrowse.upstream.registered_actions import registered_actions
 
@@ -94,6 +95,7 @@ class RunSpec:
     sensitive_data: ScopedSecrets | None = None
     system_prompt_extension: str | None = None
     network: NetworkRules = field(default_factory=NetworkRules)
+    proxy: ProxyRoute | None = None
     captcha: CapSolverSettings | None = None
     codeview_url: str | None = None
     """This server's code tab page (spec §11.3); None shows code in the activity stream and feed only."""
@@ -290,6 +292,7 @@ class AgentRunner:
                 clipboard=self._clipboard,
                 sink=self._sink,
                 network=self._spec.network,
+                proxy=self._spec.proxy,
                 captcha_solver=self._spec.captcha_solver,
                 captcha=self._captcha,
                 store=self._structured.store,

@@ -14,6 +14,8 @@ from openbrowse.domain.clock import to_wire
 from openbrowse.domain.feed import Message
 from openbrowse.domain.money import format_usd
 from openbrowse.domain.sessions import MAX_MAX_DURATION_MS, MIN_MAX_DURATION_MS, SessionRecord
+from openbrowse.sessions.proxies import proxy_used_mb, public_proxy
+from openbrowse.sessions.unsupported import unhonoured_fields
 
 MAX_PAGE = 1_000_000
 """Largest page number a list accepts: far beyond any real listing, and its offset stays inside SQLite's int64."""
@@ -57,6 +59,18 @@ class CreateSessionBody(WireModel):
     """Cache a script for this task's template (spec §27.3); null: when the task has ``@{{…}}`` and a workspace."""
     auto_heal: bool | None = None
     """Re-run the agent when a cached script fails or its output fails the check (spec §27.3); default true."""
+    custom_proxy: dict[str, Any] | None = None
+    """``{host, port, username?, password?, ignoreCertErrors?, scheme?: "http"|"socks5"}`` (spec §28.1)."""
+    proxy_country_code: str | None = None
+    """A country of the operator's ``PROXY_POOL``; ``null``: direct; absent: ``PROXY_DEFAULT_COUNTRY``."""
+    agentmail: Any = None
+    code_mode: Any = None
+    enable_scheduled_tasks: Any = None
+    """BU-only: accepted, and a value we cannot honour adds one ``system`` event to the feed (spec §2.2)."""
+
+    def unhonoured(self) -> list[str]:
+        sent = {"agentmail": self.agentmail, "codeMode": self.code_mode}
+        return unhonoured_fields({**sent, "enableScheduledTasks": self.enable_scheduled_tasks})
 
     @field_validator("webhook_url")
     @classmethod
@@ -111,7 +125,9 @@ class SessionView(WireModel):
     recording_urls: list[str] = Field(default_factory=list)
     profile_id: str | None
     workspace_id: str | None = None
-    proxy_country_code: None = None
+    proxy_country_code: str | None = None
+    custom_proxy: dict[str, Any] | None = None
+    """``{host, port, scheme, hasUsername}`` of the session's own proxy: never its credentials (spec §28.1)."""
     max_cost_usd: str | None
     total_input_tokens: int
     total_output_tokens: int
@@ -174,6 +190,10 @@ def session_view(
         recording_urls=recording_urls or [],
         profile_id=record.profile_id,
         workspace_id=record.workspace_id,
+        custom_proxy=public_proxy(record.proxy)[0],
+        proxy_country_code=public_proxy(record.proxy)[1],
+        proxy_cost_usd=format_usd(record.proxy_cost_usd),
+        proxy_used_mb=proxy_used_mb(record.proxy_bytes),
         max_cost_usd=format_usd(record.max_cost_usd) if record.max_cost_usd is not None else None,
         total_input_tokens=record.total_input_tokens,
         total_output_tokens=record.total_output_tokens,

@@ -73,6 +73,9 @@ class BrowserRecord:
     """The browser's display is recorded to its ``recordings/`` until it stops (spec §22.1)."""
     owner_node: str | None = None
     """The node whose slot holds it (spec §26.3)."""
+    proxy: dict[str, Any] | None = None
+    """The upstream proxy's public form (spec §28.1): ``country``, or ``host``/``port``/``scheme``/``hasUsername``."""
+    proxy_bytes: int = 0
 
     @property
     def active(self) -> bool:

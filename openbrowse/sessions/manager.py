@@ -1,9 +1,7 @@
-"""SessionManager: the facade the API calls. Creates sessions, routes follow-ups, stops and deletes runs.
-
-It owns every run task (one :class:`SessionWorker` per session with a run queued, running or parked) and the
-expiry sweeper. Status changes go through :meth:`SessionManager.apply`, which serialises them per session and
-checks each against the transition table.
-"""
+"""SessionManager: the facade the API calls. Creates sessions, routes follow-ups, stops and deletes runs. It owns
+every run task (one :class:`SessionWorker` per session with a run queued, running or parked) and the expiry
+sweeper. Status changes go through :meth:`SessionManager.apply`: serialised per session, checked against the
+transition table."""
 
 from __future__ import annotations
 
@@ -27,6 +25,7 @@ from openbrowse.sessions.follow_ups import check_accepts_follow_up, follow_up_ch
 from openbrowse.sessions.held_secrets import HeldSecrets
 from openbrowse.sessions.locks import KeyedLocks
 from openbrowse.sessions.max_duration import end_overdue_sessions, refuse_if_overdue
+from openbrowse.sessions.proxies import ProxyChooser, has_credentials, wipe_credentials
 from openbrowse.sessions.reconcile import adopt_from_dead_node, reconcile_after_restart
 from openbrowse.sessions.requests import (
     SessionCreate,
@@ -143,8 +142,9 @@ class SessionManager:
         record = await self.sessions.get(session_id)
         status = transition(record.status, trigger, keep_alive=record.keep_alive)
         holds_secrets = record.sensitive_data is not None or changes.get("sensitive_data") is not None
+        holds_secrets = holds_secrets or has_credentials(record.proxy)  # spec §25.3, §28.1: wiped when it ends
         if holds_secrets and self._ends_for_good(status, changes.get("keep_alive", record.keep_alive)):
-            changes["sensitive_data"] = None  # spec §25.3: wiped from the row when the session ends
+            changes.update(sensitive_data=None, proxy=wipe_credentials(record.proxy))
             self._secrets.retire(session_id, run_alive=session_id in self._workers)
         if status in TERMINAL_STATUSES:
             changes.setdefault("end_reason", end_reason_of(trigger, changes.get("failure_kind", record.failure_kind)))
@@ -280,6 +280,7 @@ class SessionManager:
             allowance_usd=budget,
             max_duration_ms=request.max_duration_ms,
             webhook_url=request.webhook_url,
+            proxy=ProxyChooser(self._settings).for_request(request),
             enable_recording=self._settings.RECORDING_DEFAULT
             if request.enable_recording is None
             else request.enable_recording,

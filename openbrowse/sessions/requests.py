@@ -37,6 +37,8 @@ class SessionCreate:
     workspace_id: str | None = None
     cache_script: bool | None = None
     auto_heal: bool | None = None
+    custom_proxy: Any = None
+    proxy_country_code: Any = None
     retired_field: str | None = None
     sent_fields: frozenset[str] = frozenset()
 

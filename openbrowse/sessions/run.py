@@ -15,7 +15,7 @@ import shutil
 from collections.abc import Awaitable, Callable
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from browser_use import BrowserSession
 
@@ -40,6 +40,7 @@ from openbrowse.llm.usage.metering import MeteredChatModel
 from openbrowse.network.policy import NetworkRules
 from openbrowse.profiles.sync import ProfileStore, ProfileSync
 from openbrowse.sessions.cached_runs import CachePlan, ScriptCache, agent_task
+from openbrowse.sessions.proxies import ProxyCertificates, ProxyMeter
 from openbrowse.sessions.scripts import SessionScripts
 from openbrowse.sessions.slot_downloads import collect_downloads, folders_of
 from openbrowse.sessions.workspace_files import copy_downloads, workspace_limit, workspace_root
@@ -109,6 +110,8 @@ class AgentEngine:
         self._slot: SlotEndpoints | None = None
         self._folders: BrowserFolders | None = None
         self._network = NetworkRules.from_settings(settings)
+        self.proxy = ProxyMeter(settings, record)  # spec §28.1: the worker puts its route on the slot
+        self._certificates = ProxyCertificates()
         self._browser: BrowserSession | None = None
         self._scripts: SessionScripts | None = None
         self._runner: AgentRunner | None = None
@@ -125,21 +128,15 @@ class AgentEngine:
         self._ledger.record(call)
 
     def total_cost(self) -> Decimal:
-        return self._ledger.total_usd + self._captcha_usd
+        return self._ledger.total_usd + self._captcha_usd + self.proxy.usd()
 
     async def ceiling(self) -> Decimal | None:
         return self._turn_record.max_cost_usd
 
     async def step_finished(self, summary: str) -> None:
         self._steps += 1
-        totals = self._ledger.totals()
         await self._sessions.update(
-            self._record.id,
-            step_count=self._steps,
-            last_step_summary=summary,
-            total_input_tokens=totals.input_tokens,
-            total_output_tokens=totals.output_tokens,
-            llm_cost_usd=totals.total_usd,
+            self._record.id, step_count=self._steps, last_step_summary=summary, **self._cost_changes()
         )
 
     async def captcha_spent(self, usd: Decimal) -> None:
@@ -175,13 +172,12 @@ class AgentEngine:
         )
 
     async def _save_costs(self) -> None:
+        await self._sessions.update(self._record.id, **self._cost_changes())
+
+    def _cost_changes(self) -> dict[str, Any]:
         totals = self._ledger.totals()
-        await self._sessions.update(
-            self._record.id,
-            total_input_tokens=totals.input_tokens,
-            total_output_tokens=totals.output_tokens,
-            llm_cost_usd=totals.total_usd,
-        )
+        usage = {"total_input_tokens": totals.input_tokens, "total_output_tokens": totals.output_tokens}
+        return {**usage, "llm_cost_usd": totals.total_usd, **self.proxy.changes()}
 
     # -- Engine ------------------------------------------------------------------------------------------------
     async def launch(self, browser: Awaitable[SlotEndpoints], task: str) -> None:
@@ -195,6 +191,7 @@ class AgentEngine:
             self._goal = asyncio.create_task(self._preflight(agent_task(task)), name=f"preflight-{self._record.id}")
         try:
             self._slot = await browser
+            await self._certificates.accept(self._slot.cdp_ws_url, self.proxy.upstream)
             self._folders = await folders_of(self._slot, self._files)  # uploads made before this turn too
             if self._record.profile_id and self._profiles is not None:
                 self._profile = await ProfileSync.start(
@@ -224,6 +221,7 @@ class AgentEngine:
                     system_prompt_extension=self._record.system_prompt_extension,
                     captcha=self._captcha_settings(),
                     network=self._network,
+                    proxy=self.proxy.route,
                     codeview_url=self._settings.codeview_url,
                     browser_folders=self._folders,
                     file_area_mb=self._settings.SLOT_DISK_MB,
@@ -377,6 +375,7 @@ class AgentEngine:
         if browser is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(browser.kill(), timeout=10)
+        await self._certificates.aclose()
         await self._collect_downloads()  # before the slot and its directory are released
         await asyncio.to_thread(_remove_scratch, self._files)
         if self._runner is not None:

@@ -31,6 +31,8 @@ _TIME_COLUMNS = {"started_at", "timeout_at", "finished_at", "queued_at", "queue_
 def _to_column(name: str, value: Any) -> Any:
     if name == "metadata":
         return json.dumps(value or {}, ensure_ascii=False)
+    if name == "proxy":
+        return json.dumps(value, ensure_ascii=False) if value is not None else None
     if value is None:
         return None
     if name in _TIME_COLUMNS:
@@ -65,6 +67,8 @@ def _from_row(row: RowMapping) -> BrowserRecord:
         queued_at=_time_or_none(row["queued_at"]),
         queue_expires_at=_time_or_none(row["queue_expires_at"]),
         enable_recording=bool(row["enable_recording"]),
+        proxy=json.loads(row["proxy"]) if row["proxy"] else None,
+        proxy_bytes=int(row["proxy_bytes"] or 0),
     )
 
 
@@ -137,9 +141,10 @@ class BrowserRepo:
         return await self.get(browser_id)
 
     async def mark_stopped(
-        self, browser_id: BrowserId, *, reason: BrowserStopReason, finished_at: datetime
+        self, browser_id: BrowserId, *, reason: BrowserStopReason, finished_at: datetime, proxy_bytes: int = 0
     ) -> BrowserRecord:
-        """Record the end of an active browser; a browser already stopped keeps its first end."""
+        """Record the end of an active browser (and the bytes through its upstream proxy); a browser already
+        stopped keeps its first end."""
         async with self._db.transaction() as conn:
             result = await conn.execute(
                 table.update()
@@ -150,7 +155,7 @@ class BrowserRepo:
                         self._ownership.fence(),
                     )
                 )
-                .values(_stopped(reason, finished_at))
+                .values({**_stopped(reason, finished_at), "proxy_bytes": proxy_bytes})
             )
             ended = await self._ended_in(conn, [browser_id]) if result.rowcount else []
         self._announce(ended)

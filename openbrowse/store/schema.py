@@ -52,6 +52,9 @@ sessions = sa.Table(
     sa.Column("workspace_id", sa.Text),
     sa.Column("cache_script", sa.Integer),
     sa.Column("auto_heal", sa.Integer, nullable=False, server_default="1"),
+    sa.Column("proxy", sa.Text),
+    sa.Column("proxy_bytes", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("proxy_cost_usd", sa.Text, nullable=False, server_default="0"),
 )
 
 messages = sa.Table(
@@ -101,6 +104,8 @@ browsers = sa.Table(
     sa.Column("queue_expires_at", sa.Text),
     sa.Column("enable_recording", sa.Integer, nullable=False),
     sa.Column("owner_node", sa.Text),
+    sa.Column("proxy", sa.Text),
+    sa.Column("proxy_bytes", sa.BigInteger, nullable=False, server_default="0"),
 )
 
 webhook_outbox = sa.Table(

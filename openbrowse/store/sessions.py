@@ -25,9 +25,9 @@ from openbrowse.store.schema import sessions as table
 if TYPE_CHECKING:
     from openbrowse.store.db import Database, Tx
 
-_JSON_COLUMNS = {"output", "output_schema", "sensitive_data", "pause"}
+_JSON_COLUMNS = {"output", "output_schema", "sensitive_data", "pause", "proxy"}
 _BOOL_COLUMNS = {"keep_alive", "browser_live", "enable_recording", "cache_script", "auto_heal"}
-_DECIMAL_COLUMNS = {"max_cost_usd", "allowance_usd", "llm_cost_usd", "captcha_cost_usd"}
+_DECIMAL_COLUMNS = {"max_cost_usd", "allowance_usd", "llm_cost_usd", "captcha_cost_usd", "proxy_cost_usd"}
 _TIME_COLUMNS = ("created_at", "updated_at")
 T = TypeVar("T")
 _COLUMNS = [f.name for f in fields(SessionRecord)]

@@ -16,6 +16,7 @@ from openbrowse.domain.feed import EventCategory, FeedEntry, FeedSink
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.scripts import ScriptRunner
 from openbrowse.network.policy import NetworkRules
+from openbrowse.network.proxy_route import ProxyRoute
 
 if TYPE_CHECKING:
     from openbrowse.agent.code.stream import CodeStreamer
@@ -32,6 +33,8 @@ class ToolContext:
     clipboard: Clipboard
     sink: FeedSink
     network: NetworkRules = field(default_factory=NetworkRules)
+    proxy: ProxyRoute | None = None
+    """The session's upstream proxy (spec §28.1): server-side fetches go through it too."""
     captcha_solver: bool = False
     captcha: CaptchaSolver | None = None
     """The CapSolver-backed solver; set only when ``CAPSOLVER_API_KEY`` is (spec §11.6)."""
