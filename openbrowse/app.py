@@ -231,7 +231,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.authenticator = authenticator = Authenticator(settings, view_tokens=view_tokens)
     maintenance = app.state.maintenance = Maintenance(settings.SHUTDOWN_GRACE_S)  # SIGTERM drains (spec §21.6)
     # signed links to a session's or browser's files; the key never enters a sandbox (spec §22.3)
-    app.state.file_urls = FileUrlSigner.from_key_file(settings.data_dir / "secrets" / "file-url.key")
+    app.state.file_urls = (
+        FileUrlSigner.for_cluster(settings.CLUSTER_SECRET)  # valid on every node (spec §26.4)
+        if settings.CLUSTER_SECRET
+        else FileUrlSigner.from_key_file(settings.data_dir / "secrets" / "file-url.key")
+    )
     takeovers = app.state.takeovers = TakeoverTokens()  # who may send input to a live view (spec §21.5)
     authenticator.takeover_allows = takeovers.allows  # a takeover link also lets its holder watch
     app.state.event_streams = StreamPlaces(settings.EVENTS_MAX_STREAMS_PER_SESSION, settings.EVENTS_MAX_STREAMS)

@@ -53,6 +53,13 @@ class FileUrlSigner:
                     handle.write(key)
         return cls(key, ttl_s=ttl_s)
 
+    @classmethod
+    def for_cluster(cls, cluster_secret: str, *, ttl_s: int = FILE_URL_TTL_S) -> FileUrlSigner:
+        """The key every node of a cluster derives from ``CLUSTER_SECRET``, so a link signed by one node is valid
+        on all of them (spec §26.4)."""
+        key = hmac.new(cluster_secret.encode("utf-8"), b"openbrowse file urls", hashlib.sha256).digest()
+        return cls(key, ttl_s=ttl_s)
+
     @staticmethod
     def path_of(kind: OwnerKind, owner_id: str, area: FileArea, name: str) -> str:
         return f"/v3/{kind}/{quote(owner_id, safe='')}/files/{area}/{quote(name, safe='')}"
