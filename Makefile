@@ -6,8 +6,9 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# postgresql: the tests start a throwaway server of their own (tests/support/postgres.py); the product needs none.
-APT_PACKAGES := chromium xvfb x11vnc websockify novnc fonts-dejavu-core fonts-liberation bubblewrap socat iproute2 ffmpeg fontconfig postgresql
+# postgresql and nginx-light: the tests start a throwaway PostgreSQL (tests/support/postgres.py) and nginx in front of
+# two nodes (deploy/nginx.conf); the product needs neither.
+APT_PACKAGES := chromium xvfb x11vnc websockify novnc fonts-dejavu-core fonts-liberation bubblewrap socat iproute2 ffmpeg fontconfig postgresql nginx-light
 PYTEST_ARGS ?=
 # Test files run in parallel workers (most of a test is spent waiting on browsers and servers, not on a core), the
 # slow files first (tests/support/ordering.py), which xdist's own reordering would undo.

@@ -45,6 +45,10 @@ BENCHMARKS = {
     "mcp_shared": "MCP browser tools: an added owner context in the shared browser against a raw browser on its slot",
     "store_rows": "Session rows: the pydantic mapping against the hand mapping of dda951a",
     "store_backends": "PostgreSQL against SQLite: GET session p99 (20 clients), the 4-step task, server RSS",
+    "browser_looks": "How the browser looks to detectors: BotD and the probe page in a session, a raw browser, stock",
+    "software_gl": "Software WebGL: a slot's CPU with SwiftShader against the slot without GL flags",
+    "cached_script": "Cached scripts: a cached run of the fixture shop task against the agent's run of it",
+    "proxy_overhead": "Page loads through an upstream proxy (pproxy on loopback) against direct ones",
 }
 TITLES: dict[str, str] = {}
 PLACEHOLDERS: dict[str, str] = {}

@@ -8,8 +8,9 @@ and one with ``DATABASE_URL`` on a throwaway PostgreSQL from Debian's package (`
 same machine, durability off, as in the tests). Each iteration visits both, so the ratios hold under whatever
 load the machine has:
 
-* ``wrk -t2 -c20 --latency`` against the row of a finished session for ``--seconds``: p99 and req/s. On SQLite
-  the row is served from the read cache; on PostgreSQL every ``GET`` is a query (another node may have written);
+* ``wrk -t2 -c20 --latency`` against the row of a finished session for ``--seconds``: p99 and req/s. Both
+  serve the row from the read cache: SQLite because this process is the only writer, PostgreSQL while its
+  ``LISTEN`` connection hears every other node's writes (``store/change_notices.py``);
 * the scripted 4-step task on the fixture shop (navigate, open a product, go back, done), POST to end;
 * the server's RSS after both.
 
@@ -33,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.api_load import Target, four_step_task, wrk
 from bench.served import fmt, print_figures, run_session, served, server_rss
 from tests.fakes.site import FixtureSites
-from tests.support.postgres import ThrowawayPostgres, server_bin_dir
+from tests.support.postgres import TEST_CLUSTER_SECRET, ThrowawayPostgres, server_bin_dir
 
 GOALS = {"p99": 1.5, "task": 1.1, "rss": 1.1}
 
@@ -94,7 +95,8 @@ def main() -> None:
         with contextlib.ExitStack() as stack:
             site = stack.enter_context(FixtureSites())
             targets: dict[str, Target] = {}
-            for name, env in (("sqlite", {}), ("postgresql", {"DATABASE_URL": postgres.new_database()})):
+            on_postgresql = {"DATABASE_URL": postgres.new_database(), "CLUSTER_SECRET": TEST_CLUSTER_SECRET}
+            for name, env in (("sqlite", {}), ("postgresql", on_postgresql)):
                 server, fake = stack.enter_context(served(env))
                 client = stack.enter_context(httpx.Client(timeout=60))
                 run_session(server, fake, client)  # warm-up: browser-use imported, one browser started and closed

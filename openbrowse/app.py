@@ -23,10 +23,14 @@ from openbrowse.api.origin_guard import BrowserGuard, OriginPolicy
 from openbrowse.api.routes import browsers, codeview, events, health, live, metrics, profiles, sessions
 from openbrowse.api.routes.control import install_control_routes
 from openbrowse.api.routes.files import install_file_routes
+from openbrowse.api.routes.workspaces import install_workspace_routes
 from openbrowse.api.stream_places import StreamPlaces
 from openbrowse.api.view_tokens import ViewTokens
 from openbrowse.bootstrap import empty_temp_dir, prepare_process_environment
+from openbrowse.cluster.presence import NodePresence, node_load, stop_this_process
+from openbrowse.cluster.reaper import NodeReaper
 from openbrowse.config import Settings
+from openbrowse.domain.clock import utc_now
 from openbrowse.errors import ConfigError, InvalidRequest
 from openbrowse.file_modes import log_loose_files
 from openbrowse.llm.catalog import EFFORTS, MODELS, resolve_model
@@ -44,20 +48,27 @@ from openbrowse.sessions.maintenance import Maintenance, MaintenanceDrain
 from openbrowse.sessions.manager import SessionManager
 from openbrowse.sessions.metrics import COUNTED_SESSION_FIELDS, ServiceMetrics, StateSources
 from openbrowse.sessions.policy import SessionPolicy
+from openbrowse.sessions.proxies import ProxyChooser
 from openbrowse.sessions.runtime import EngineLoader, WorkerRuntime
 from openbrowse.sessions.sweeper import Sweeper
 from openbrowse.sessions.takeover import TakeoverTokens
 from openbrowse.sessions.webhooks import WebhookDelivery
+from openbrowse.slots.browser_looks import browser_looks
 from openbrowse.slots.confinement import report_sandbox
 from openbrowse.slots.pool import SlotPool
 from openbrowse.slots.slot_disk import report_disk_cap
 from openbrowse.store.browsers import BrowserRepo
+from openbrowse.store.change_notices import ChangeNotices
 from openbrowse.store.db import Database
 from openbrowse.store.feed import FeedRepo
+from openbrowse.store.nodes import NodeRepo
 from openbrowse.store.outbox import SESSION_EVENT_FIELDS, WebhookOutbox
+from openbrowse.store.ownership import NodeOwnership
 from openbrowse.store.profiles import ProfileRepo
 from openbrowse.store.sessions import SessionRepo
 from openbrowse.store.target import store_target
+from openbrowse.store.workspaces import WorkspaceRepo
+from openbrowse.workspaces.service import WorkspaceService
 
 LOOPBACK_TIMEOUT = 15.0  # noVNC assets and Chromium's /json/version, all on 127.0.0.1
 
@@ -88,6 +99,8 @@ def takeover_url_for(settings: Settings, tokens: ViewTokens, target_id: str, tok
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.load()
     _check_default_model(settings)
+    browser_looks(settings)  # an unknown BROWSER_TIMEZONE stops the start, not every slot
+    ProxyChooser(settings).hold_pool_secrets()  # a PROXY_POOL that does not read is a ConfigError (spec §28.1)
     prepare_process_environment(settings.data_dir)  # also when served by `uvicorn --factory`, not only the CLI
 
     @asynccontextmanager
@@ -101,8 +114,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             app.state.database_kind, app.state.database_ping = db.kind, db.ping  # /health (spec §26.1)
             app.state.file_warnings = await asyncio.to_thread(log_loose_files, settings)  # spec §25.4
             app.state.file_warnings += report_disk_cap(app.state.sandbox_problem)
-            session_repo = SessionRepo(db)
-            feed_repo = FeedRepo(db)
+            ownership = NodeOwnership(None if db.single_process else settings.node[0])  # spec §26.3, §26.5
+            session_repo = SessionRepo(db, ownership=ownership)
+            feed_repo = FeedRepo(db, ownership=ownership)
+            if db.kind == "postgresql":  # hear the other nodes' writes (spec §26.4)
+                notices = await stack.enter_async_context(ChangeNotices(db.target))
+                session_repo.follow(notices)
+                feed_repo.follow(notices)
             activity = app.state.activity = ActivityBoard()
             session_repo.listen(activity.touch)
             feed_repo.listen(activity.touch)
@@ -121,15 +139,28 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 )
             )
             session_repo.listen(lambda _session_id: webhooks.wake())
-            browser_repo = BrowserRepo(db)
+            browser_repo = BrowserRepo(db, ownership=ownership)
             browser_repo.on_end(outbox.browser_ended)
             browser_repo.watch_ends(service_metrics.browser_ended)
             browser_repo.watch_ends(lambda _browser: webhooks.wake())
             await stack.enter_async_context(pool)
+            node_id, node_url = settings.node
+            app.state.presence = await stack.enter_async_context(  # spec §26.2: left after the runs have ended
+                NodePresence(
+                    NodeRepo(db),
+                    node_id=node_id,
+                    url=node_url,
+                    lease_s=settings.NODE_LEASE_S,
+                    load=lambda: node_load(pool.stats(), draining=maintenance.draining),
+                    ownership=ownership,
+                    on_fenced=None if db.single_process else stop_this_process,
+                )
+            )
             # Only now does the pool's run lock say the data dir is ours: a second instance never empties it.
             stack.push_async_callback(asyncio.to_thread, empty_temp_dir, settings.data_dir)
             await asyncio.to_thread(empty_temp_dir, settings.data_dir)
             profile_service = app.state.profiles = ProfileService(ProfileRepo(db))
+            workspaces = app.state.workspaces = WorkspaceService(settings, WorkspaceRepo(db))  # spec §27
             if await asyncio.to_thread(settings.profiles_dir.is_dir):  # jar files of an install from before
                 await profile_service.adopt_files(settings.profiles_dir)
             engines = await stack.enter_async_context(
@@ -148,7 +179,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 queue_position=pool.queue_position,
             )
             admission = QueueAdmission(settings.MAX_QUEUED, pool)
-            manager = SessionManager(settings, session_repo, feed_repo, ProfileRepo(db), runtime, admission=admission)
+            manager = SessionManager(
+                settings, session_repo, feed_repo, ProfileRepo(db), runtime, admission=admission, workspaces=workspaces
+            )
             app.state.manager = await stack.enter_async_context(manager)
             app.state.pool = pool
             raw_browsers = BrowserService(
@@ -163,6 +196,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 settings=settings,
             )
             app.state.browsers = await stack.enter_async_context(raw_browsers)
+            if not db.single_process:  # a survivor ends the work of nodes that stopped heartbeating (spec §26.5)
+                await stack.enter_async_context(
+                    NodeReaper(
+                        NodeRepo(db),
+                        app.state.presence,
+                        end_sessions=manager.adopt,
+                        end_browsers=lambda ids: browser_repo.stop_adopted(ids, finished_at=utc_now()),
+                    )
+                )
             # MCP browser tools: one shared Chromium on its own slot, one context per MCP session (spec §23.3);
             # built with Playwright on the first browser tool call
             app.state.browser_tools = await stack.enter_async_context(
@@ -189,7 +231,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.authenticator = authenticator = Authenticator(settings, view_tokens=view_tokens)
     maintenance = app.state.maintenance = Maintenance(settings.SHUTDOWN_GRACE_S)  # SIGTERM drains (spec §21.6)
     # signed links to a session's or browser's files; the key never enters a sandbox (spec §22.3)
-    app.state.file_urls = FileUrlSigner.from_key_file(settings.data_dir / "secrets" / "file-url.key")
+    app.state.file_urls = (
+        FileUrlSigner.for_cluster(settings.CLUSTER_SECRET)  # valid on every node (spec §26.4)
+        if settings.CLUSTER_SECRET
+        else FileUrlSigner.from_key_file(settings.data_dir / "secrets" / "file-url.key")
+    )
     takeovers = app.state.takeovers = TakeoverTokens()  # who may send input to a live view (spec §21.5)
     authenticator.takeover_allows = takeovers.allows  # a takeover link also lets its holder watch
     app.state.event_streams = StreamPlaces(settings.EVENTS_MAX_STREAMS_PER_SESSION, settings.EVENTS_MAX_STREAMS)
@@ -221,6 +267,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(v3_router, prefix="/v3", responses=GUARDED)
     install_control_routes(app)
     install_file_routes(app)
+    install_workspace_routes(app)
     install_mcp(app)
     app.include_router(live.router, responses=GUARDED)
     app.include_router(codeview.router, responses=GUARDED)

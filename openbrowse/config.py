@@ -15,8 +15,11 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
+from openbrowse.config_browser import BrowserSettings
+from openbrowse.config_cluster import ClusterSettings, node_identity
+from openbrowse.config_files import FileSettings
 from openbrowse.errors import ConfigError
 
 LAST_SLOT_INDEX = 169
@@ -83,7 +86,7 @@ def _comma_list(value: str | None) -> tuple[str, ...]:
     return tuple(item.strip() for item in (value or "").split(",") if item.strip())
 
 
-class Settings(BaseSettings):
+class Settings(ClusterSettings, BrowserSettings, FileSettings):
     """All configuration. Field names are the documented environment variable names."""
 
     model_config = SettingsConfigDict(
@@ -99,12 +102,6 @@ class Settings(BaseSettings):
     OPENBROWSE_FILES_DIR: Path | None = None
     """Where sessions' and raw browsers' files live (recordings, downloads, uploads). Default: the data directory;
     for several nodes it may be a shared mount (spec §26.1)."""
-    DATABASE_URL: str | None = None
-    """``postgresql://user:password@host:port/db`` puts everything durable in PostgreSQL 13+; unset, SQLite at
-    ``data/browser_use.db`` (spec §26.1)."""
-    DATABASE_POOL_SIZE: int = Field(default=10, ge=1, le=200)
-    """PostgreSQL connections one server process holds at most (SQLite: one writer and one reader, always)."""
-
     HOST: str = "127.0.0.1"
     PORT: int = Field(default=8420, ge=0, le=65535)
     API_KEY: str | None = None
@@ -158,6 +155,10 @@ class Settings(BaseSettings):
     """Holes in ``public-only``: host names with ``*`` wildcards, IP literals or CIDR blocks, comma-separated.
     Distinct from ``ALLOWED_HOSTS`` (the HTTP ``Host`` allow-list)."""
 
+    PROXY_POOL: str | None = None
+    """``proxyCountryCode``'s proxies (spec §28.1): ``us=http://user:pass@p1:8000,de=socks5://p2:1080``."""
+    PROXY_DEFAULT_COUNTRY: str | None = None  # the pool entry used when a request names no proxy; unset: direct
+    PROXY_COST_PER_GB: float = Field(default=0.0, ge=0, allow_inf_nan=False)  # USD per 10^9 bytes, in maxCostUsd
     SHUTDOWN_GRACE_S: float = Field(default=20, ge=0)
     """Seconds from a SIGTERM to the end of the sessions and raw browsers still running (``endReason:
     maintenance``); viewers and event streams are warned when the drain starts (spec §21.6). With anything running
@@ -191,19 +192,6 @@ class Settings(BaseSettings):
     """Most processes and threads one slot's sandbox may hold (spec §24.5)."""
     SLOT_DISK_MB: int = Field(default=1024, ge=16)
     """Disk cap of one slot's writable area (profile copy, downloads, uploads, scratch) in MiB (spec §24.5)."""
-
-    RECORDING_DEFAULT: bool = False
-    """Record every session's and raw browser's display, as if each request sent ``enableRecording: true``."""
-    RECORDING_FPS: int = Field(default=3, ge=1, le=30)
-    """Frames per second of a recording (spec §22.1): a few are enough to follow a run, and cost little CPU."""
-    RECORDING_FFMPEG: str = "ffmpeg"
-    """The ffmpeg that records (a name on PATH or a path); when it is missing, runs go on without a recording."""
-    ARTIFACT_RETENTION_HOURS: float = Field(default=168, ge=0)
-    """Hours an ended raw browser's files (downloads, uploads, recordings, screenshots) are kept (spec §22.3)."""
-
-    CHROME_LIGHT_FLAGS: bool = False
-    CHROME_BINARY: str | None = None
-    NOVNC_WEB_DIR: Path = Path("/usr/share/novnc")
 
     LOG_LEVEL: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     LOG_FORMAT: Literal["text", "json"] = "text"
@@ -348,6 +336,11 @@ class Settings(BaseSettings):
         return self.files_dir / "browsers"
 
     @property
+    def workspaces_dir(self) -> Path:
+        """Workspaces' files (spec §27.1), one folder per workspace id."""
+        return self.files_dir / "workspaces"
+
+    @property
     def run_dir(self) -> Path:
         """Per-instance runtime files: the child-process ledger and slot user-data dirs."""
         return self.data_dir / "run"
@@ -355,6 +348,11 @@ class Settings(BaseSettings):
     def script_uid(self, index: int) -> int:
         """The uid of slot ``index``'s script host: never a slot's own uid (see :data:`SCRIPT_UID_OFFSET`)."""
         return self.SANDBOX_UID_BASE + SCRIPT_UID_OFFSET + index
+
+    @property
+    def node(self) -> tuple[str, str]:
+        """This node's id and URL (spec §26.2)."""
+        return node_identity(self.NODE_ID, self.NODE_URL, self.HOST, self.PORT)
 
     @property
     def auth_enabled(self) -> bool:

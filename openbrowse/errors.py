@@ -5,13 +5,16 @@ OpenBrowseError
 ├── NotFound                    an id that does not exist
 │   ├── SessionNotFound
 │   ├── ProfileNotFound
-│   └── BrowserNotFound
+│   ├── BrowserNotFound
+│   └── WorkspaceNotFound
 ├── MalformedRequest            a request body that cannot be interpreted at all
 ├── InvalidRequest              a well-formed request the service refuses (wrong state, bad model, bad effort)
 │   ├── InvalidTransition       a status change the transition table does not allow
 │   ├── SessionPaused           a person has taken over; the agent's work waits (code on the wire)
 │   ├── NotPausable             pause of something that is not running, parked or live
-│   └── NotPaused               resume of something that is not paused
+│   ├── NotPaused               resume of something that is not paused
+│   └── WorkspaceRequired       a cached script without a workspace to keep it in (code on the wire)
+│   └── ProxyUnavailable        a proxyCountryCode the operator's PROXY_POOL does not have (code on the wire)
 ├── ProcessError                a supervised child process misbehaved
 │   ├── ProcessStartError       it could not be spawned or never became ready (stderr tail attached)
 │   └── ProcessDied             it exited while it was supposed to be running
@@ -20,6 +23,8 @@ OpenBrowseError
 │   ├── SandboxUnavailable      (slots.sandbox) the host refuses the sandbox and ALLOW_UNSANDBOXED is not set
 │   └── SlotBlocked             (slots.foreign) a slot's display or port belongs to another program
 ├── StoreUnavailable            the database cannot be reached, at start-up or after the retries (503)
+│   └── NodeFenced              the cluster declared this node gone: its writes are refused (503)
+├── TooLarge                    a file or a workspace would go over its size limit (413)
 ├── OverLimit                   a bound of the control plane is reached: the queue, the event streams (429)
 │   └── CapacityExceeded        (sessions.browser_capacity) every slot is busy and the caller would not wait
 ├── SlotUnreachable             (slots.netns) a pinned endpoint inside a slot is gone; callers retry or end
@@ -39,6 +44,7 @@ __all__ = [
     "InvalidRequest",
     "InvalidTransition",
     "MalformedRequest",
+    "NodeFenced",
     "NotFound",
     "NotPausable",
     "NotPaused",
@@ -48,10 +54,14 @@ __all__ = [
     "ProcessError",
     "ProcessStartError",
     "ProfileNotFound",
+    "ProxyUnavailable",
     "ResourceLimitExceeded",
     "SessionNotFound",
     "SessionPaused",
     "StoreUnavailable",
+    "TooLarge",
+    "WorkspaceNotFound",
+    "WorkspaceRequired",
 ]
 
 
@@ -100,6 +110,13 @@ class BrowserNotFound(NotFound):
         super().__init__(message)
 
 
+class WorkspaceNotFound(NotFound):
+    code = "workspace_not_found"
+
+    def __init__(self, message: str = "Workspace not found") -> None:
+        super().__init__(message)
+
+
 class MalformedRequest(OpenBrowseError):
     """The request body cannot be interpreted (HTTP 400)."""
 
@@ -139,6 +156,25 @@ class NotPaused(InvalidRequest):
     """A resume for something that is not paused."""
 
     code = "session_not_paused"
+    code_on_wire = True
+
+
+class WorkspaceRequired(InvalidRequest):
+    """``cacheScript`` asked for a cached script but no workspace is attached to keep it in (spec §27.3)."""
+
+    code = "workspace_required"
+    code_on_wire = True
+
+    def __init__(
+        self, message: str = "A cached script needs a workspace: pass workspaceId or set cacheScript to false."
+    ) -> None:
+        super().__init__(message)
+
+
+class ProxyUnavailable(InvalidRequest):
+    """``proxyCountryCode`` names a country the operator's ``PROXY_POOL`` has no proxy for (spec §28.1)."""
+
+    code = "proxy_unavailable"
     code_on_wire = True
 
 
@@ -187,10 +223,22 @@ class BrowserUnavailable(OpenBrowseError):
     code = "browser_unavailable"
 
 
+class TooLarge(OpenBrowseError):
+    """A file or a workspace would go over its size limit (spec §27.1): HTTP 413, nothing of it is kept."""
+
+    code = "too_large"
+
+
 class StoreUnavailable(OpenBrowseError):
     """The database cannot be reached (at start-up, or mid-run after the retries gave up): HTTP 503."""
 
     code = "store_unavailable"
+
+
+class NodeFenced(StoreUnavailable):
+    """The cluster declared this node gone (it stopped heartbeating), so its writes are refused (spec §26.5)."""
+
+    code = "node_fenced"
 
 
 class OverLimit(OpenBrowseError):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from browser_use import Agent, BrowserSession, Tools
+from browser_use.agent.views import AgentHistory
 from browser_use.llm.base import BaseChatModel
 
 from openbrowse.agent import census
@@ -35,6 +36,7 @@ from openbrowse.agent.tools import ToolContext, register_tools
 from openbrowse.agent.tools.captcha_solver import CaptchaSolver
 from openbrowse.agent.tools.clipboard import Clipboard, capture_start_url
 from openbrowse.agent.tools.pacing import active_run
+from openbrowse.agent.tools.workspace_files import WORKSPACE_PROMPT
 from openbrowse.agent.turns.budget import TurnSpend, over_budget
 from openbrowse.agent.turns.end import TurnEnd
 from openbrowse.agent.turns.faults import BudgetExceeded, ProviderGaveUp, raise_if_provider_gave_up, root_cause
@@ -52,6 +54,7 @@ from openbrowse.domain.runs import Salvage, TurnOutcome
 from openbrowse.domain.scripts import ScriptRunner
 from openbrowse.domain.secrets import ScopedSecrets
 from openbrowse.network.policy import NetworkRules
+from openbrowse.network.proxy_route import ProxyRoute
 from openbrowse.upstream.anthropic_import import without_anthropic_sdk
 from openbrowse.upstream.registered_actions import registered_actions
 
@@ -92,6 +95,7 @@ class RunSpec:
     sensitive_data: ScopedSecrets | None = None
     system_prompt_extension: str | None = None
     network: NetworkRules = field(default_factory=NetworkRules)
+    proxy: ProxyRoute | None = None
     captcha: CapSolverSettings | None = None
     codeview_url: str | None = None
     """This server's code tab page (spec §11.3); None shows code in the activity stream and feed only."""
@@ -99,6 +103,9 @@ class RunSpec:
     """The slot's ``uploads/`` and ``downloads/`` (``upload_file`` stages files there, spec §24.6)."""
     file_area_mb: int = DEFAULT_AREA_MB
     """The cap of ``files_dir`` (``SLOT_DISK_MB``): copies out of the slot and script writes stay under it."""
+    workspace_dir: Path | None = None
+    """The attached workspace's folder (spec §27.2), the root of the agent's file actions."""
+    workspace_limit_bytes: int = 0
 
     @property
     def captcha_solver(self) -> bool:
@@ -198,6 +205,11 @@ class AgentRunner:
         if self._agent is not None and self._agent.state.paused:
             self._agent.resume()
 
+    @property
+    def turn_items(self) -> list[AgentHistory]:
+        """The current turn's history items (a cached script is made from them, spec §27.3)."""
+        return self._history.items()
+
     # -- a turn ------------------------------------------------------------------------------------------------
     async def run_turn(self, task: str, *, goal: str, preamble: str | None = None) -> TurnOutcome:
         """Run one dispatch to its end. Raises only for fatal errors; cancellation propagates."""
@@ -280,12 +292,15 @@ class AgentRunner:
                 clipboard=self._clipboard,
                 sink=self._sink,
                 network=self._spec.network,
+                proxy=self._spec.proxy,
                 captcha_solver=self._spec.captcha_solver,
                 captcha=self._captcha,
                 store=self._structured.store,
                 code_view=self._code,
                 browser_folders=self._spec.browser_folders,
                 file_area_mb=self._spec.file_area_mb,
+                workspace_dir=self._spec.workspace_dir,
+                workspace_limit_bytes=self._spec.workspace_limit_bytes,
                 scripts=self._scripts,
                 ask_for_human=self._callbacks.human_needed,
             ),
@@ -293,7 +308,9 @@ class AgentRunner:
         )
         confine_secrets(tools, self._spec.sensitive_data)  # typed on matching origins only, never sent
         start_url = self._clipboard.get("startUrl")
-        extension = "\n\n".join(p for p in (self._spec.system_prompt_extension, self._structured.prompt_block()) if p)
+        workspace_note = WORKSPACE_PROMPT if self._spec.workspace_dir is not None else None
+        parts = (self._spec.system_prompt_extension, workspace_note, self._structured.prompt_block())
+        extension = "\n\n".join(p for p in parts if p)
         prompt = system_prompt(
             extension=extension or None,
             action_names=list(registered_actions(tools)),

@@ -14,7 +14,9 @@ from urllib.parse import urljoin
 
 import httpx
 
+from openbrowse.agent.proxied_transport import proxied_client
 from openbrowse.network.policy import IPAddress, NetworkRefused, NetworkRules, Target, url_for
+from openbrowse.network.proxy_route import ProxyFailed, ProxyRoute
 
 FETCH_TIMEOUT = 30.0
 MAX_REDIRECTS = 10
@@ -61,22 +63,37 @@ async def fetch(
     headers: dict[str, str] | None = None,
     body: str | bytes | None = None,
     timeout: float = FETCH_TIMEOUT,  # noqa: ASYNC109 - one budget across every redirect hop
+    route: ProxyRoute | None = None,
 ) -> FetchedResponse:
-    """Send one request (following up to ten redirects, each re-checked); raise NetworkRefused or FetchFailed."""
+    """Send one request (following up to ten redirects, each re-checked); raise NetworkRefused or FetchFailed.
+
+    With ``route`` (the owner's upstream proxy, spec §28.1) every hop goes through it, and a failing proxy is a
+    FetchFailed naming it: never a direct request instead."""
     try:
         async with asyncio.timeout(timeout):
-            return await _follow(rules, url, method.upper(), dict(headers or {}), body)
+            return await _follow(rules, url, method.upper(), dict(headers or {}), body, route)
+    except ProxyFailed as exc:
+        raise FetchFailed(str(exc)) from None
     except TimeoutError as exc:
         raise FetchFailed(f"The request to {url[:200]} took longer than {timeout:.0f} s and was abandoned.") from exc
 
 
 async def _follow(
-    rules: NetworkRules, url: str, method: str, headers: dict[str, str], body: str | bytes | None
+    rules: NetworkRules,
+    url: str,
+    method: str,
+    headers: dict[str, str],
+    body: str | bytes | None,
+    route: ProxyRoute | None,
 ) -> FetchedResponse:
     redirects: list[str] = []
     current = url
     previous_host: str | None = None
-    async with httpx.AsyncClient(follow_redirects=False, trust_env=False, verify=True) as client:
+    if route is None:
+        client = httpx.AsyncClient(follow_redirects=False, trust_env=False)
+    else:
+        client = proxied_client(route, rules)
+    async with client:
         for _ in range(MAX_REDIRECTS + 1):
             target, addresses = await rules.check(current)
             if previous_host is not None and target.host != previous_host:

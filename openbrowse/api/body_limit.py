@@ -28,6 +28,8 @@ UPLOAD_PATH_PREFIXES: tuple[str, ...] = ()
 """Path prefixes whose bodies are uploads (spec §22.2, capped by their own route)."""
 UPLOAD_PATH = re.compile(r"/v3/(?:sessions|browsers)/[^/]+/uploads/[^/]+")
 """``PUT /v3/{sessions|browsers}/{id}/uploads/{name}``: capped at 100 MiB by its route, streamed to disk."""
+WORKSPACE_UPLOAD_PATH = re.compile(r"/v3/workspaces/[^/]+/upload/\d+/.+")
+"""A workspace's signed upload (spec §27.1): capped by the size its URL declares, streamed to disk."""
 
 
 class _BodyTooLarge(Exception):
@@ -45,7 +47,9 @@ class BodyLimit:
         self.exempt_prefixes = tuple(exempt_prefixes)
 
     def _exempt(self, path: str) -> bool:
-        return any(path.startswith(prefix) for prefix in self.exempt_prefixes) or bool(UPLOAD_PATH.fullmatch(path))
+        return any(path.startswith(prefix) for prefix in self.exempt_prefixes) or bool(
+            UPLOAD_PATH.fullmatch(path) or WORKSPACE_UPLOAD_PATH.fullmatch(path)
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or self._exempt(str(scope.get("path", ""))):

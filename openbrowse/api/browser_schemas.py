@@ -28,11 +28,13 @@ from openbrowse.domain.browsers import (
 )
 from openbrowse.domain.clock import to_wire
 from openbrowse.domain.end_reasons import browser_end_reason, browser_state
+from openbrowse.domain.money import format_usd
 from openbrowse.errors import InvalidRequest
 from openbrowse.sessions.browser_capacity import CapacityRequest
 from openbrowse.sessions.browser_tokens import IssuedToken
 from openbrowse.sessions.browsers import BrowserRequest
 from openbrowse.sessions.pausing import PauseRecord
+from openbrowse.sessions.proxies import ProxyChooser, browser_form, proxy_cost_usd, proxy_used_mb, public_proxy
 
 __all__ = [
     "BrowserListView",
@@ -60,7 +62,7 @@ class QueueForCapacityBody(WireModel):
 
 
 class CreateBrowserBody(WireModel):
-    """``POST /v3/browsers``. BU-only options (proxy, captchas, recording, extensions…) are ignored."""
+    """``POST /v3/browsers``. BU-only options we do not implement (captchas, extensions…) are ignored."""
 
     profile_id: str | None = None
     timeout: float | None = Field(default=None, gt=0, le=MAX_TIMEOUT_MINUTES, allow_inf_nan=False)
@@ -74,6 +76,10 @@ class CreateBrowserBody(WireModel):
     metadata: dict[str, str] | None = Field(default=None, max_length=MAX_METADATA_PAIRS)
     enable_recording: bool | None = None
     """Record the display to an MP4, ``recordingUrl`` once stopped (spec §22.1); default RECORDING_DEFAULT."""
+    custom_proxy: dict[str, Any] | None = None
+    """``{host, port, username?, password?, ignoreCertErrors?, scheme?}`` (spec §28.1)."""
+    proxy_country_code: str | None = None
+    """A country of ``PROXY_POOL``; ``null``: direct; absent: ``PROXY_DEFAULT_COUNTRY``."""
 
     _numbers = field_validator(
         "timeout",
@@ -85,7 +91,7 @@ class CreateBrowserBody(WireModel):
         mode="before",
     )(_no_booleans)
 
-    def to_request(self) -> BrowserRequest:
+    def to_request(self, settings: Settings) -> BrowserRequest:
         if self.queue_for_capacity is not None and self.wait_for_capacity_ms > 0:
             raise InvalidRequest("Pass either waitForCapacityMs or queueForCapacity, not both.")
         if self.timeout is not None and self.max_duration_ms is not None:
@@ -95,7 +101,17 @@ class CreateBrowserBody(WireModel):
         else:
             minutes = self.timeout if self.timeout is not None else DEFAULT_TIMEOUT_MINUTES
         queue = self.queue_for_capacity
+        chooser = ProxyChooser(settings)
+        sent = self.model_fields_set
+        proxy = chooser.choose(
+            self.custom_proxy,
+            self.proxy_country_code,
+            custom_sent="custom_proxy" in sent,
+            country_sent="proxy_country_code" in sent,
+        )
         return BrowserRequest(
+            upstream=chooser.proxy(proxy),
+            proxy_form=browser_form(proxy),
             timeout_minutes=minutes,
             idle_timeout_ms=self.idle_timeout_ms if self.idle_timeout_ms is not None else DEFAULT_IDLE_TIMEOUT_MS,
             capacity=CapacityRequest(
@@ -132,6 +148,9 @@ class BrowserView(WireModel):
     proxy_used_mb: str = "0"
     proxy_cost: str = "0"
     browser_cost: str = "0"
+    custom_proxy: dict[str, Any] | None = None
+    """``{host, port, scheme, hasUsername}``: never the proxy's credentials (spec §28.1)."""
+    proxy_country_code: str | None = None
     agent_session_id: None = None
     recording_url: str | None = None
     recording_available: bool = False
@@ -207,9 +226,15 @@ def browser_view(
     pause: PauseRecord | None = None,
     takeover_url: str | None = None,
     recording_url: str | None = None,
+    proxy_bytes: int = 0,
 ) -> BrowserView:
     end_reason = browser_end_reason(record.status, record.stop_reason)
+    custom_proxy, country = public_proxy(record.proxy)
     return BrowserView(
+        custom_proxy=custom_proxy,
+        proxy_country_code=country,
+        proxy_used_mb=proxy_used_mb(proxy_bytes),
+        proxy_cost=format_usd(proxy_cost_usd(settings, proxy_bytes)),
         id=record.id,
         status=record.status.value,
         live_url=live_url,

@@ -21,6 +21,7 @@ from openbrowse.sessions.browsers import BrowserService
 from openbrowse.sessions.live import LiveTargets
 from openbrowse.sessions.manager import SessionManager
 from openbrowse.sessions.takeover import TakeoverTokens
+from openbrowse.workspaces.service import WorkspaceService
 
 
 async def get_settings(conn: HTTPConnection) -> Settings:
@@ -70,6 +71,11 @@ async def get_profiles(conn: HTTPConnection) -> ProfileService:
     return profiles
 
 
+async def get_workspaces(conn: HTTPConnection) -> WorkspaceService:
+    workspaces: WorkspaceService = conn.app.state.workspaces
+    return workspaces
+
+
 async def get_loopback_http(conn: HTTPConnection) -> httpx.AsyncClient:
     """The HTTP client for loopback upstreams (noVNC assets, Chromium's ``/json/version``)."""
     client: httpx.AsyncClient = conn.app.state.loopback_http
@@ -89,5 +95,6 @@ BrowsersDep = Annotated[BrowserService, Depends(get_browsers)]
 LiveTargetsDep = Annotated[LiveTargets, Depends(get_live_targets)]
 TakeoversDep = Annotated[TakeoverTokens, Depends(get_takeovers)]
 ProfilesDep = Annotated[ProfileService, Depends(get_profiles)]
+WorkspacesDep = Annotated[WorkspaceService, Depends(get_workspaces)]
 LoopbackHttpDep = Annotated[httpx.AsyncClient, Depends(get_loopback_http)]
 ActivityBoardDep = Annotated[ActivityBoard, Depends(get_activity_board)]

@@ -21,6 +21,7 @@ from openbrowse.errors import (
     OverLimit,
     ProcessError,
     StoreUnavailable,
+    TooLarge,
 )
 
 logger = logging.getLogger(__name__)
@@ -28,6 +29,7 @@ logger = logging.getLogger(__name__)
 ERROR_STATUS: dict[type[OpenBrowseError], int] = {
     MalformedRequest: 400,
     NotFound: 404,
+    TooLarge: 413,
     InvalidRequest: 422,
     OverLimit: 429,
     BrowserUnavailable: 503,

@@ -53,6 +53,13 @@ class FileUrlSigner:
                     handle.write(key)
         return cls(key, ttl_s=ttl_s)
 
+    @classmethod
+    def for_cluster(cls, cluster_secret: str, *, ttl_s: int = FILE_URL_TTL_S) -> FileUrlSigner:
+        """The key every node of a cluster derives from ``CLUSTER_SECRET``, so a link signed by one node is valid
+        on all of them (spec §26.4)."""
+        key = hmac.new(cluster_secret.encode("utf-8"), b"openbrowse file urls", hashlib.sha256).digest()
+        return cls(key, ttl_s=ttl_s)
+
     @staticmethod
     def path_of(kind: OwnerKind, owner_id: str, area: FileArea, name: str) -> str:
         return f"/v3/{kind}/{quote(owner_id, safe='')}/files/{area}/{quote(name, safe='')}"
@@ -86,6 +93,21 @@ class FileUrlSigner:
             return False
         expected = self._digest(self.path_of(kind, owner_id, area, name), deadline)
         return hmac.compare_digest(expected, sig)
+
+    def sign_path(self, path: str, *, ttl_s: int | None = None, now: float | None = None) -> str:
+        """``path`` (already quoted, with no query) signed for ``ttl_s`` (default: this signer's): the path and query
+        of a link to any resource that takes these signatures (workspace files, spec §27.1)."""
+        expires = int((time.time() if now is None else now) + (self._ttl_s if ttl_s is None else ttl_s))
+        return f"{path}?{urlencode({'expires': expires, 'sig': self._digest(path, expires)})}"
+
+    def verify_path(self, path: str, expires: str | None, sig: str | None, *, now: float | None = None) -> bool:
+        """:meth:`verify` for a link made by :meth:`sign_path`."""
+        if not expires or not sig:
+            return False
+        deadline = ascii_int(expires, what="The link's expires")
+        if deadline < (time.time() if now is None else now):
+            return False
+        return hmac.compare_digest(self._digest(path, deadline), sig)
 
     def _digest(self, path: str, expires: int) -> str:
         return hmac.new(self._key, f"{path}\n{expires}".encode(), hashlib.sha256).hexdigest()

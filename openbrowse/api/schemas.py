@@ -14,6 +14,8 @@ from openbrowse.domain.clock import to_wire
 from openbrowse.domain.feed import Message
 from openbrowse.domain.money import format_usd
 from openbrowse.domain.sessions import MAX_MAX_DURATION_MS, MIN_MAX_DURATION_MS, SessionRecord
+from openbrowse.sessions.proxies import proxy_used_mb, public_proxy
+from openbrowse.sessions.unsupported import unhonoured_fields
 
 MAX_PAGE = 1_000_000
 """Largest page number a list accepts: far beyond any real listing, and its offset stays inside SQLite's int64."""
@@ -51,6 +53,24 @@ class CreateSessionBody(WireModel):
 
     webhook_url: str | None = None
     """This session's own webhook target, besides ``WEBHOOK_URL`` (spec §22.4)."""
+    workspace_id: str | None = Field(default=None, max_length=100)
+    """Attach a workspace (spec §27.2): the agent's file actions see it as their root."""
+    cache_script: bool | None = None
+    """Cache a script for this task's template (spec §27.3); null: when the task has ``@{{…}}`` and a workspace."""
+    auto_heal: bool | None = None
+    """Re-run the agent when a cached script fails or its output fails the check (spec §27.3); default true."""
+    custom_proxy: dict[str, Any] | None = None
+    """``{host, port, username?, password?, ignoreCertErrors?, scheme?: "http"|"socks5"}`` (spec §28.1)."""
+    proxy_country_code: str | None = None
+    """A country of the operator's ``PROXY_POOL``; ``null``: direct; absent: ``PROXY_DEFAULT_COUNTRY``."""
+    agentmail: Any = None
+    code_mode: Any = None
+    enable_scheduled_tasks: Any = None
+    """BU-only: accepted, and a value we cannot honour adds one ``system`` event to the feed (spec §2.2)."""
+
+    def unhonoured(self) -> list[str]:
+        sent = {"agentmail": self.agentmail, "codeMode": self.code_mode}
+        return unhonoured_fields({**sent, "enableScheduledTasks": self.enable_scheduled_tasks})
 
     @field_validator("webhook_url")
     @classmethod
@@ -104,8 +124,10 @@ class SessionView(WireModel):
     live_url: str | None
     recording_urls: list[str] = Field(default_factory=list)
     profile_id: str | None
-    workspace_id: None = None
-    proxy_country_code: None = None
+    workspace_id: str | None = None
+    proxy_country_code: str | None = None
+    custom_proxy: dict[str, Any] | None = None
+    """``{host, port, scheme, hasUsername}`` of the session's own proxy: never its credentials (spec §28.1)."""
     max_cost_usd: str | None
     total_input_tokens: int
     total_output_tokens: int
@@ -167,6 +189,11 @@ def session_view(
         live_url=record.live_url,
         recording_urls=recording_urls or [],
         profile_id=record.profile_id,
+        workspace_id=record.workspace_id,
+        custom_proxy=public_proxy(record.proxy)[0],
+        proxy_country_code=public_proxy(record.proxy)[1],
+        proxy_cost_usd=format_usd(record.proxy_cost_usd),
+        proxy_used_mb=proxy_used_mb(record.proxy_bytes),
         max_cost_usd=format_usd(record.max_cost_usd) if record.max_cost_usd is not None else None,
         total_input_tokens=record.total_input_tokens,
         total_output_tokens=record.total_output_tokens,
@@ -250,6 +277,29 @@ class DatabaseView(WireModel):
     reachable: bool
 
 
+class NodeView(WireModel):
+    """This node (spec §26.7)."""
+
+    id: str
+    url: str
+
+
+class ClusterNodeView(WireModel):
+    id: str
+    url: str
+    slots: int
+    busy: int
+    draining: bool
+    last_seen_at: str
+
+
+class ClusterView(WireModel):
+    """The nodes alive now (seen within ``NODE_LEASE_S``) and the runs waiting on all of them (spec §26.7)."""
+
+    nodes: list[ClusterNodeView]
+    queued: int
+
+
 class LoopLagView(WireModel):
     """How late the API's event loop ran a timer, in ms: last sample, worst since start, p99 of the last minute."""
 
@@ -324,3 +374,5 @@ class HealthDetailsView(WireModel):
     file_warnings: list[str] = Field(default_factory=list)
     """``.env`` and data files other users can read, as found at startup (spec §25.4)."""
     database: DatabaseView | None = None
+    node: NodeView | None = None
+    cluster: ClusterView | None = None

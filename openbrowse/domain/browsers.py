@@ -41,6 +41,8 @@ class BrowserStopReason(StrEnum):
     ABANDONED = "abandoned"
     SHUTDOWN = "shutdown"
     RESTART = "restart"
+    NODE_LOST = "node_lost"
+    """Its node stopped heartbeating; another node ended it (spec §26.5)."""
     MEMORY_LIMIT = "memory_limit"
     FAILED = "failed"
 
@@ -69,6 +71,11 @@ class BrowserRecord:
     queue_expires_at: datetime | None = None
     enable_recording: bool = False
     """The browser's display is recorded to its ``recordings/`` until it stops (spec §22.1)."""
+    owner_node: str | None = None
+    """The node whose slot holds it (spec §26.3)."""
+    proxy: dict[str, Any] | None = None
+    """The upstream proxy's public form (spec §28.1): ``country``, or ``host``/``port``/``scheme``/``hasUsername``."""
+    proxy_bytes: int = 0
 
     @property
     def active(self) -> bool:

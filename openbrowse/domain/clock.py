@@ -19,3 +19,8 @@ def to_wire(moment: datetime) -> str:
 
 def from_wire(text: str) -> datetime:
     return datetime.fromisoformat(text)
+
+
+def iso_from_epoch(seconds: float) -> str:
+    """Epoch seconds as :func:`to_wire` writes them."""
+    return to_wire(datetime.fromtimestamp(seconds, UTC))

@@ -48,6 +48,7 @@ _BROWSER_END_REASONS = {
     BrowserStopReason.CAPACITY_TIMEOUT: EndReason.CAPACITY_TIMEOUT,
     BrowserStopReason.BROWSER_EXITED: EndReason.RUNNER_LOST,
     BrowserStopReason.RESTART: EndReason.RUNNER_LOST,
+    BrowserStopReason.NODE_LOST: EndReason.RUNNER_LOST,
     BrowserStopReason.SHUTDOWN: EndReason.MAINTENANCE,
     BrowserStopReason.MEMORY_LIMIT: EndReason.MEMORY_LIMIT,
 }

@@ -17,6 +17,8 @@ class FailureKind(StrEnum):
     INVALID_OUTPUT = "invalid_output"
     AGENT_FAILURE = "agent_failure"
     RESOURCE_LIMIT = "resource_limit"
+    STORE_UNAVAILABLE = "store_unavailable"
+    """The database was lost mid-run for longer than the retries (spec §26.1); written once it answered again."""
 
 
 @dataclass(frozen=True, slots=True)

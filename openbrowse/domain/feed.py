@@ -33,6 +33,7 @@ class EventCategory(StrEnum):
     SYSTEM = "system"
     NETWORK = "network"
     CONTROL = "control"
+    CACHE = "cache"
 
 
 EVENT_SUMMARY_LIMIT = 200

@@ -92,10 +92,23 @@ class SessionRecord:
     """Each turn's display is recorded to the session's ``recordings/`` (spec §22.1)."""
     webhook_url: str | None = None
     """This session's own webhook target (spec §22.4), besides ``WEBHOOK_URL``."""
+    owner_node: str | None = None
+    """The node that last started or queued its run, and holds its browser while one is up (spec §26.3)."""
+    workspace_id: str | None = None
+    """The attached workspace (spec §27.2): the agent's files live there; follow-ups keep it."""
+    cache_script: bool | None = None
+    """``cacheScript`` as sent (spec §27.3): None caches templated tasks when a workspace is attached."""
+    auto_heal: bool = True
+    """``autoHeal`` (spec §27.3): a cached script that fails, or whose output fails the check, is healed."""
+    proxy: dict[str, Any] | None = field(default=None, repr=False)
+    """The upstream proxy (spec §28.1): ``country`` when from the pool, else ``customProxy``'s fields, credentials
+    included while the session lives (wiped with ``sensitive_data`` when it ends); None: direct."""
+    proxy_bytes: int = 0
+    proxy_cost_usd: Decimal = field(default_factory=Decimal)
 
     @property
     def total_cost_usd(self) -> Decimal:
-        return self.llm_cost_usd + self.captcha_cost_usd
+        return self.llm_cost_usd + self.captcha_cost_usd + self.proxy_cost_usd
 
     @property
     def ends_at(self) -> datetime | None:

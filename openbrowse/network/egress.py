@@ -10,8 +10,9 @@ proxy connection for any host and a spliced keep-alive connection would carry th
 A refusal answers ``403`` with a short page and ``X-OpenBrowse-Refused: <rule>`` and is reported to the refusal
 listeners; a name that does not resolve or an upstream that cannot be reached answers ``502``, a destination that
 is not a valid host ``400`` (neither is a policy decision, so neither is reported). Heads are bounded and time
-out, so nothing hangs. If the enforcer is not running, the slot has no way out at all: its namespace has no route
-but this proxy.
+out, so nothing hangs. With an owner's upstream proxy (:attr:`EgressEnforcer.route`, spec §28.1) each checked
+destination is reached through it, never directly. If the enforcer is not running, the slot has no way out at
+all: its namespace has no route but this proxy.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ from openbrowse.network.proxy_protocol import (
     read_head,
     simple_response,
 )
+from openbrowse.network.proxy_route import ProxyFailed, ProxyRoute
 from openbrowse.network.refusal import NetworkRefused, Refusal
-from openbrowse.network.splice import TrafficStats, finish, relay, splice
+from openbrowse.network.splice import RoutedStats, TrafficStats, finish, relay, splice
 from openbrowse.shielding import run_shielded
 
 __all__ = ["EgressEnforcer", "Refusal", "RefusalListener", "TrafficStats"]
@@ -121,6 +123,8 @@ class EgressEnforcer:
         self._servers: list[asyncio.Server] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._tcp_ports: list[int] = []
+        self.route: ProxyRoute | None = None
+        """The owner's upstream proxy (spec §28.1): every connection goes through it, none directly."""
         self._started = False
         self._closed = False
 
@@ -204,6 +208,13 @@ class EgressEnforcer:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+    def use_route(self, route: ProxyRoute | None) -> None:
+        """Send every new connection through ``route`` (or directly, under the policy, with None). Connections
+        opened before are closed: none made for a spare or a previous holder goes on the old way."""
+        self.route = route
+        for task in list(self._tasks):
+            task.cancel()
 
     # -- refusal listeners ----------------------------------------------------------------------------------
     def add_refusal_listener(self, listener: RefusalListener) -> Callable[[], None]:
@@ -300,13 +311,16 @@ class EgressEnforcer:
                 await self._answer(writer, simple_response(502, refused.reason))
             else:
                 await self._refuse(writer, refused)
-        except UpstreamUnreachable as exc:
+        except (UpstreamUnreachable, ProxyFailed) as exc:
             await self._answer(writer, simple_response(502, str(exc)))
 
     async def _connect(
         self, endpoint: Endpoint, addresses: list[IPAddress]
     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-        """Connect to the first checked address that answers; never resolves the name again."""
+        """Connect to the first checked address that answers; never resolves the name again. With a route, through
+        its upstream proxy to the first checked address (ProxyFailed, never a direct connection, if that fails)."""
+        if self.route is not None:
+            return await self.route.open(self.rules, addresses, endpoint.port, timeout=CONNECT_TIMEOUT)
         errors: list[str] = []
         try:
             async with asyncio.timeout(CONNECT_TIMEOUT):
@@ -326,7 +340,7 @@ class EgressEnforcer:
         try:
             writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
             await writer.drain()
-            await splice((reader, writer), (up_reader, up_writer), self.stats)
+            await splice((reader, writer), (up_reader, up_writer), self._counter())
         finally:
             up_writer.transport.abort()
 
@@ -344,19 +358,25 @@ class EgressEnforcer:
             addresses = await self.rules.check_endpoint(target.endpoint)
         up_reader, up_writer = await self._connect(target.endpoint, addresses)
         sending: asyncio.Task[None] | None = None
+        counter = self._counter()
         try:
             forwarded = forward_request_head(request, target)
             up_writer.write(forwarded)
-            self.stats.add_sent(len(forwarded))
-            sending = asyncio.create_task(relay(reader, up_writer, self.stats.add_sent))
-            if await self._pass_response_head(up_reader, writer):
-                await relay(up_reader, writer, self.stats.add_received)
+            counter.add_sent(len(forwarded))
+            sending = asyncio.create_task(relay(reader, up_writer, counter.add_sent))
+            if await self._pass_response_head(up_reader, writer, counter):
+                await relay(up_reader, writer, counter.add_received)
         finally:
             if sending is not None:
                 await finish(sending)
             up_writer.transport.abort()
 
-    async def _pass_response_head(self, up_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+    def _counter(self) -> TrafficStats | RoutedStats:
+        return self.stats if self.route is None else RoutedStats(self.stats, self.route.add_bytes)
+
+    async def _pass_response_head(
+        self, up_reader: asyncio.StreamReader, writer: asyncio.StreamWriter, counter: TrafficStats | RoutedStats
+    ) -> bool:
         """Copy interim heads as they are and the final one rewritten; False (after a 502/504) when none came."""
         try:
             async with asyncio.timeout(RESPONSE_HEAD_TIMEOUT):
@@ -364,6 +384,7 @@ class EgressEnforcer:
                     raw = await read_head(up_reader)
                     if raw is None:
                         raise BadHead(502, "The upstream server closed the connection without an answer.")
+                    counter.add_received(len(raw))
                     response = parse_response(raw)
                     writer.write(forward_response_head(response, raw))
                     await writer.drain()

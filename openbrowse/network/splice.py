@@ -30,6 +30,22 @@ class TrafficStats:
         self.bytes_received += count
 
 
+@dataclass(slots=True)
+class RoutedStats:
+    """An enforcer's counters plus its upstream proxy's byte meter (spec §28.1 ``proxyUsedMb``)."""
+
+    stats: TrafficStats
+    meter: Callable[[int], None]
+
+    def add_sent(self, count: int) -> None:
+        self.stats.add_sent(count)
+        self.meter(count)
+
+    def add_received(self, count: int) -> None:
+        self.stats.add_received(count)
+        self.meter(count)
+
+
 async def relay(source: asyncio.StreamReader, sink: asyncio.StreamWriter, count: Callable[[int], None]) -> None:
     """Copy until ``source`` ends, then half-close ``sink``; a peer that resets ends it quietly."""
     with contextlib.suppress(ConnectionError):
@@ -51,7 +67,7 @@ async def finish(task: asyncio.Task[None]) -> None:
 async def splice(
     client: tuple[asyncio.StreamReader, asyncio.StreamWriter],
     upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter],
-    stats: TrafficStats,
+    stats: TrafficStats | RoutedStats,
     *,
     linger: float = LINGER_SECONDS,
 ) -> None:

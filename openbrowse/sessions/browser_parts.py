@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from openbrowse.domain.browser_folders import BrowserFolders
 from openbrowse.domain.browsers import DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_TIMEOUT_MINUTES
+from openbrowse.network.upstream import UpstreamProxy
 from openbrowse.sessions.browser_capacity import CapacityRequest, SlotGauge
 from openbrowse.sessions.runtime import LiveSlot
 from openbrowse.slots.layout import SCREEN_HEIGHT, SCREEN_WIDTH
@@ -63,6 +64,10 @@ class BrowserRequest:
     metadata: Mapping[str, str] = field(default_factory=dict)
     enable_recording: bool | None = None
     """Record the display until the browser stops (spec §22.1); None: the server's RECORDING_DEFAULT."""
+    upstream: UpstreamProxy | None = None
+    """The upstream proxy all its traffic goes through (spec §28.1); None: direct, under the network policy."""
+    proxy_form: dict[str, Any] | None = None
+    """What the row keeps of it: ``country``, or host, port, scheme and whether a username is set."""
 
     @property
     def window_size(self) -> tuple[int, int] | None:

@@ -18,6 +18,7 @@ from openbrowse.profiles.sync import BASE_FILE, ProfileSync
 from openbrowse.sessions.browser_lifetime import BrowserActivity, Lifetime, wait_for_end
 from openbrowse.sessions.browser_parts import BrowserRequest, BrowserSlot
 from openbrowse.sessions.pausing import PauseRecord
+from openbrowse.sessions.proxies import ProxyCertificates, browser_route, forget_route
 from openbrowse.sessions.recordings import DisplayRecording
 
 logger = logging.getLogger(__name__)
@@ -46,6 +47,17 @@ class RunningBrowser:
         self.ended = asyncio.Event()  # access cut and row stopped; the slot may still be tearing down
         self.folders: BrowserFolders | None = None  # the slot's uploads/ and downloads/ while it is up
         self.recording: DisplayRecording | None = None  # enableRecording: the display, until the browser ends
+        self.route = browser_route(browser_id, request.upstream)  # spec §28.1: its slot's one way out
+        self.certificates = ProxyCertificates()
+
+    async def forget_proxy(self) -> None:
+        """The browser ended: its proxy's credentials leave the redactor, its certificate override goes."""
+        forget_route(self.id)
+        await self.certificates.aclose()
+
+    @property
+    def proxy_bytes(self) -> int:
+        return self.route.bytes if self.route is not None else 0
 
     def request_stop(self, reason: BrowserStopReason) -> None:
         """Ask the browser to end. Before it is up there is nothing to wait for: the start is cancelled."""
@@ -86,6 +98,7 @@ class RunningBrowser:
             queued_at=now if queue_seconds is not None else None,
             queue_expires_at=now + timedelta(seconds=queue_seconds) if queue_seconds is not None else None,
             enable_recording=records_by_default if request.enable_recording is None else request.enable_recording,
+            proxy=request.proxy_form,
         )
 
     def paused_for_person(self, reason: str | None, now: datetime, takeover_token: str) -> None:
@@ -112,7 +125,9 @@ class RunningBrowser:
     async def load_profile(
         self, profiles: ProfileService, files_dir: Path | None, slot: BrowserSlot
     ) -> ProfileSync | None:
-        """The profile the browser was asked to start with, loaded into its Chromium (None without one)."""
+        """The profile the browser was asked to start with, loaded into its Chromium (None without one); first, with
+        ``ignoreCertErrors``, the browser is set to accept its proxy's certificates."""
+        await self.certificates.accept(slot.cdp_ws_url, self.request.upstream)
         profile_id = self.request.profile_id
         if profile_id is None or files_dir is None:
             return None

@@ -14,13 +14,11 @@ on shutdown, and the pool hands the slot to nobody before it ends. A caller's re
 
 If the POST that asked for a browser goes away before the browser is up, the browser is abandoned (it would
 otherwise hold a slot with nobody knowing its id); a queued browser's POST has already been answered. Rows left
-``active`` by a previous process are marked stopped on entry; that process's children are already gone (the
-pool's start-up clean-up).
+``active`` by a previous process are marked stopped on entry (its children are gone: the pool's clean-up).
 
 A live browser can be paused for a person (spec §21.5): its ``state`` reads ``paused``, its idle clock stops (its
-maximum age does not), and a takeover token is opened for its live view until it is resumed or ends. The pause is
-kept in memory only, like the browser itself.
-"""
+maximum age does not), and a takeover token is opened for its live view until it is resumed or ends; the pause is
+kept in memory only, like the browser itself. So is its upstream proxy's route (spec §28.1)."""
 
 from __future__ import annotations
 
@@ -51,6 +49,7 @@ from openbrowse.sessions.browser_parts import BrowserLease, BrowserRequest, CdpE
 from openbrowse.sessions.browser_running import RunningBrowser, first_of, remove_profile_base
 from openbrowse.sessions.browser_tokens import BrowserTokens, IssuedToken
 from openbrowse.sessions.pausing import PauseRecord
+from openbrowse.sessions.proxies import put_route_on
 from openbrowse.sessions.recordings import browser_recording, finalize_all_leftovers
 from openbrowse.sessions.runtime import LiveSlot
 from openbrowse.sessions.slot_downloads import collect_downloads, folders_of
@@ -122,8 +121,7 @@ class BrowserService:
         running = list(self._running.values())
         for browser in running:
             browser.request_stop(BrowserStopReason.SHUTDOWN)
-        tasks = [browser.task for browser in running if browser.task is not None]
-        if tasks:
+        if tasks := [browser.task for browser in running if browser.task is not None]:
             await run_shielded(asyncio.wait(tasks))
 
     async def begin_drain(self) -> None:
@@ -133,8 +131,7 @@ class BrowserService:
         waiting = [browser for browser in self._running.values() if not browser.leased]
         for browser in waiting:
             browser.request_stop(BrowserStopReason.SHUTDOWN)
-        tasks = [browser.task for browser in waiting if browser.task is not None]
-        if tasks:
+        if tasks := [browser.task for browser in waiting if browser.task is not None]:
             await run_shielded(asyncio.wait(tasks))
 
     def live_tasks(self) -> list[asyncio.Task[None]]:
@@ -268,6 +265,11 @@ class BrowserService:
             return None
         return self._takeover_url(record.id, browser.takeover_token)
 
+    def proxy_bytes(self, record: BrowserRecord) -> int:  # spec §28.1 ``proxyUsedMb``, live or as recorded
+        return (
+            browser.proxy_bytes if (browser := self._running.get(record.id)) and record.active else record.proxy_bytes
+        )
+
     def live_slot(self, browser_id: str) -> LiveSlot | None:
         """The slot showing this browser while it is up, else None."""
         browser = self._running.get(BrowserId(browser_id))
@@ -308,6 +310,7 @@ class BrowserService:
             if lease is None:
                 return
             browser.leased = True
+            put_route_on(lease, browser.route)  # spec §28.1: before its browser starts, never direct
             slot = await lease.start_browser(vnc=False, window_size=browser.request.window_size)
             browser.folders = await folders_of(slot, self._files_dir / browser.id if self._files_dir else None)
             browser.profile = await browser.load_profile(self._profiles, self._files_dir, slot)
@@ -387,9 +390,11 @@ class BrowserService:
                     await collect_downloads(browser.folders, self._files_dir / browser.id, self._disk_quota_mb)
             finally:
                 if record is not None:
-                    await self._repo.mark_stopped(browser.id, reason=browser.reason, finished_at=self._clock())
+                    reason, used, now = browser.reason, browser.proxy_bytes, self._clock()
+                    await self._repo.mark_stopped(browser.id, reason=reason, finished_at=now, proxy_bytes=used)
                     logger.info("Raw browser %s stopped (%s)", browser.id, browser.reason)
         finally:
+            await browser.forget_proxy()
             browser.ended.set()  # answers the stop and closes the browser's open connections
             if lease is not None:
                 await lease.release()

@@ -10,7 +10,9 @@ from openbrowse.config import Settings
 from openbrowse.domain.secrets import scope_secrets
 from openbrowse.domain.sessions import SessionRecord, SessionStatus
 from openbrowse.errors import InvalidRequest
+from openbrowse.sessions.proxies import ProxyChooser
 from openbrowse.sessions.requests import SessionCreate, follow_up_ceiling, resolve_session_effort, resolve_session_model
+from openbrowse.sessions.workspace_choice import follow_up_fields
 
 RESTART_FIELDS = ("model", "reasoning effort", "output schema", "sensitive data", "system prompt extension", "profile")
 """The fields a follow-up can only change by restarting the browser."""
@@ -70,6 +72,9 @@ async def follow_up_changes(
             changes[field] = value
             if value != getattr(record, field):
                 changed.append(label)
+    sent_proxy = request.sent("custom_proxy") or request.sent("proxy_country_code")
+    if sent_proxy and ProxyChooser(settings).for_request(request) != record.proxy:  # spec §28.1
+        raise InvalidRequest("A session keeps the proxy it was created with; start a new session for another one.")
     if request.sent("keep_alive") and request.keep_alive is not None:
         changes["keep_alive"] = request.keep_alive
     if request.sent("webhook_url"):  # spec §22.4: this session's own target, from this change on
@@ -84,4 +89,5 @@ async def follow_up_changes(
     )
     if ceiling_changes:
         changes["max_cost_usd"] = ceiling
+    changes.update(follow_up_fields(record, request))  # spec §27: the workspace stays, cache choices may change
     return changes, changed

@@ -1,9 +1,7 @@
-"""SessionManager: the facade the API calls. Creates sessions, routes follow-ups, stops and deletes runs.
-
-It owns every run task (one :class:`SessionWorker` per session with a run queued, running or parked) and the
-expiry sweeper. Status changes go through :meth:`SessionManager.apply`, which serialises them per session and
-checks each against the transition table.
-"""
+"""SessionManager: the facade the API calls. Creates sessions, routes follow-ups, stops and deletes runs. It owns
+every run task (one :class:`SessionWorker` per session with a run queued, running or parked) and the expiry
+sweeper. Status changes go through :meth:`SessionManager.apply`: serialised per session, checked against the
+transition table."""
 
 from __future__ import annotations
 
@@ -20,20 +18,15 @@ from openbrowse.domain.clock import Clock, to_wire, utc_now
 from openbrowse.domain.feed import FeedEntry, Message
 from openbrowse.domain.ids import SessionId, new_session_id
 from openbrowse.domain.secrets import scope_secrets
-from openbrowse.domain.sessions import (
-    TERMINAL_STATUSES,
-    SessionRecord,
-    SessionStatus,
-    StopStrategy,
-    title_from_task,
-)
+from openbrowse.domain.sessions import TERMINAL_STATUSES, SessionRecord, SessionStatus, StopStrategy, title_from_task
 from openbrowse.errors import BrowserUnavailable, InvalidRequest, NotPausable, NotPaused, SessionNotFound, SessionPaused
 from openbrowse.sessions.admission import QueueAdmission, queue_eta
 from openbrowse.sessions.follow_ups import check_accepts_follow_up, follow_up_changes
 from openbrowse.sessions.held_secrets import HeldSecrets
 from openbrowse.sessions.locks import KeyedLocks
 from openbrowse.sessions.max_duration import end_overdue_sessions, refuse_if_overdue
-from openbrowse.sessions.recordings import finalize_leftovers
+from openbrowse.sessions.proxies import ProxyChooser, has_credentials, wipe_credentials
+from openbrowse.sessions.reconcile import adopt_from_dead_node, reconcile_after_restart
 from openbrowse.sessions.requests import (
     SessionCreate,
     resolve_session_effort,
@@ -46,10 +39,12 @@ from openbrowse.sessions.runtime import LiveSlot, WorkerRuntime
 from openbrowse.sessions.states import Trigger, end_reason_of, transition
 from openbrowse.sessions.sweeper import EXPIRED_SUMMARY, Sweeper, is_stale_shell
 from openbrowse.sessions.worker import SessionWorker
+from openbrowse.sessions.workspace_choice import new_session_fields
 from openbrowse.shielding import run_shielded
 from openbrowse.store.feed import FeedRepo
 from openbrowse.store.profiles import ProfileRepo
 from openbrowse.store.sessions import NEXT_IN_QUEUE, SessionRepo
+from openbrowse.workspaces.service import WorkspaceService
 
 logger = logging.getLogger(__name__)
 
@@ -64,8 +59,9 @@ class SessionManager:
         runtime: WorkerRuntime,
         clock: Clock = utc_now,
         admission: QueueAdmission | None = None,
+        workspaces: WorkspaceService | None = None,
     ) -> None:
-        self._settings = settings
+        self._settings, self._workspaces = settings, workspaces
         self.sessions = sessions
         self.feed = feed
         self._profiles = profiles
@@ -102,30 +98,16 @@ class SessionManager:
             raise BrowserUnavailable("The server restarts for maintenance; start the session again once it is back")
 
     async def _reconcile_after_restart(self) -> None:
-        for record in await self.sessions.with_secrets():
-            self._secrets.hold(record.id, record.sensitive_data)
-        for record in await self.sessions.with_status(SessionStatus.RUNNING):
-            await self.apply(
-                record.id,
-                Trigger.RESTART_INTERRUPT,
-                last_step_summary="Interrupted by server restart",
-                failure_kind=None,
-                failure_status_code=None,
-                live_url=None,
-                browser_live=False,
-            )
-            await self.feed.append(record.id, FeedEntry.system("restart", "Interrupted by server restart"))
-            await asyncio.to_thread(finalize_leftovers, self._settings.sessions_dir / record.id)  # cut short by it
-        for record in await self.sessions.with_status(SessionStatus.IDLE):
-            if record.browser_live:
-                await self.apply(record.id, Trigger.GO_COLD, live_url=None, browser_live=False)
-        for record in await self.sessions.queued():
-            await self.apply(record.id, Trigger.RESTART_REQUEUE)
-            await self.feed.append(
-                record.id, FeedEntry.system("restart", "Re-queued after a server restart; the run had not started")
-            )
-            self._spawn(record.id)
+        await reconcile_after_restart(self, self._spawn, self._settings.sessions_dir)
         await self._sweep()
+
+    async def adopt(self, node_id: str, session_ids: list[str]) -> None:
+        """Take over the sessions of a dead node that this node adopted (spec §26.5)."""
+        await adopt_from_dead_node(self, self._spawn, self._settings.sessions_dir, node_id, session_ids)
+
+    def hold_secrets(self, record: SessionRecord) -> None:
+        """Keep ``record``'s secrets out of everything this process writes (spec §25.3)."""
+        self._secrets.hold(record.id, record.sensitive_data)
 
     async def _sweep(self) -> None:
         await self.expire_stale_shells()
@@ -160,8 +142,9 @@ class SessionManager:
         record = await self.sessions.get(session_id)
         status = transition(record.status, trigger, keep_alive=record.keep_alive)
         holds_secrets = record.sensitive_data is not None or changes.get("sensitive_data") is not None
+        holds_secrets = holds_secrets or has_credentials(record.proxy)  # spec §25.3, §28.1: wiped when it ends
         if holds_secrets and self._ends_for_good(status, changes.get("keep_alive", record.keep_alive)):
-            changes["sensitive_data"] = None  # spec §25.3: wiped from the row when the session ends
+            changes.update(sensitive_data=None, proxy=wipe_credentials(record.proxy))
             self._secrets.retire(session_id, run_alive=session_id in self._workers)
         if status in TERMINAL_STATUSES:
             changes.setdefault("end_reason", end_reason_of(trigger, changes.get("failure_kind", record.failure_kind)))
@@ -270,6 +253,7 @@ class SessionManager:
         effort = resolve_session_effort(resolved.spec, request.effort_request())
         if request.profile_id is not None:
             await self._require_profile(request.profile_id)
+        workspace_fields = await new_session_fields(request, self._workspaces)  # spec §27
         task = task_text(request.task)
         if task:
             self._refuse_while_draining()
@@ -296,9 +280,11 @@ class SessionManager:
             allowance_usd=budget,
             max_duration_ms=request.max_duration_ms,
             webhook_url=request.webhook_url,
+            proxy=ProxyChooser(self._settings).for_request(request),
             enable_recording=self._settings.RECORDING_DEFAULT
             if request.enable_recording is None
             else request.enable_recording,
+            **workspace_fields,
         )
         with self._queue_place(needed=bool(task)):
             self._secrets.hold(record.id, record.sensitive_data)

@@ -34,6 +34,11 @@ class SessionCreate:
     max_duration_ms: int | None = None
     enable_recording: bool | None = None
     webhook_url: str | None = None
+    workspace_id: str | None = None
+    cache_script: bool | None = None
+    auto_heal: bool | None = None
+    custom_proxy: Any = None
+    proxy_country_code: Any = None
     retired_field: str | None = None
     sent_fields: frozenset[str] = frozenset()
 

@@ -15,7 +15,7 @@ import shutil
 from collections.abc import Awaitable, Callable
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from browser_use import BrowserSession
 
@@ -39,8 +39,11 @@ from openbrowse.llm.usage.costs import CallUsage, CostLedger
 from openbrowse.llm.usage.metering import MeteredChatModel
 from openbrowse.network.policy import NetworkRules
 from openbrowse.profiles.sync import ProfileStore, ProfileSync
+from openbrowse.sessions.cached_runs import CachePlan, ScriptCache, agent_task
+from openbrowse.sessions.proxies import ProxyCertificates, ProxyMeter
 from openbrowse.sessions.scripts import SessionScripts
 from openbrowse.sessions.slot_downloads import collect_downloads, folders_of
+from openbrowse.sessions.workspace_files import copy_downloads, workspace_limit, workspace_root
 from openbrowse.shielding import run_shielded
 
 if TYPE_CHECKING:
@@ -74,6 +77,8 @@ class AgentEngine:
         self._settings = settings
         self._activity = activity
         self._record = record
+        self._workspace: Path | None = None
+        self._cache: ScriptCache | None = None
         self._sessions = sessions
         self._feed = feed
         self._files = settings.sessions_dir / record.id
@@ -95,30 +100,18 @@ class AgentEngine:
         def redact(text: str) -> str:
             return REDACTORS.of(session_id).text(text)
 
-        self._agent_llm = MeteredChatModel(
-            build_chat_model(resolved, record.reasoning_effort, settings),
-            resolved.spec,
-            self._on_usage,
-            label="agent",
-            redact=redact,
-        )
-        self._preflight_llm = MeteredChatModel(
-            build_chat_model(resolved, preflight_effort(resolved.spec), settings, max_tokens=PREFLIGHT_MAX_TOKENS),
-            resolved.spec,
-            self._on_usage,
-            label="preflight",
-            redact=redact,
-        )
-        self._judge_llm = MeteredChatModel(
-            build_chat_model(resolved, resolved.spec.default_effort, settings),
-            resolved.spec,
-            self._on_usage,
-            label="judge",
-            redact=redact,
-        )
+        def metered(label: str, effort: str, max_tokens: int | None = None) -> MeteredChatModel:
+            model = build_chat_model(resolved, effort, settings, max_tokens=max_tokens)
+            return MeteredChatModel(model, resolved.spec, self._on_usage, label=label, redact=redact)
+
+        self._agent_llm = metered("agent", record.reasoning_effort)
+        self._preflight_llm = metered("preflight", preflight_effort(resolved.spec), PREFLIGHT_MAX_TOKENS)
+        self._judge_llm = metered("judge", resolved.spec.default_effort)
         self._slot: SlotEndpoints | None = None
         self._folders: BrowserFolders | None = None
         self._network = NetworkRules.from_settings(settings)
+        self.proxy = ProxyMeter(settings, record)  # spec §28.1: the worker puts its route on the slot
+        self._certificates = ProxyCertificates()
         self._browser: BrowserSession | None = None
         self._scripts: SessionScripts | None = None
         self._runner: AgentRunner | None = None
@@ -135,21 +128,15 @@ class AgentEngine:
         self._ledger.record(call)
 
     def total_cost(self) -> Decimal:
-        return self._ledger.total_usd + self._captcha_usd
+        return self._ledger.total_usd + self._captcha_usd + self.proxy.usd()
 
     async def ceiling(self) -> Decimal | None:
         return self._turn_record.max_cost_usd
 
     async def step_finished(self, summary: str) -> None:
         self._steps += 1
-        totals = self._ledger.totals()
         await self._sessions.update(
-            self._record.id,
-            step_count=self._steps,
-            last_step_summary=summary,
-            total_input_tokens=totals.input_tokens,
-            total_output_tokens=totals.output_tokens,
-            llm_cost_usd=totals.total_usd,
+            self._record.id, step_count=self._steps, last_step_summary=summary, **self._cost_changes()
         )
 
     async def captcha_spent(self, usd: Decimal) -> None:
@@ -185,23 +172,26 @@ class AgentEngine:
         )
 
     async def _save_costs(self) -> None:
+        await self._sessions.update(self._record.id, **self._cost_changes())
+
+    def _cost_changes(self) -> dict[str, Any]:
         totals = self._ledger.totals()
-        await self._sessions.update(
-            self._record.id,
-            total_input_tokens=totals.input_tokens,
-            total_output_tokens=totals.output_tokens,
-            llm_cost_usd=totals.total_usd,
-        )
+        usage = {"total_input_tokens": totals.input_tokens, "total_output_tokens": totals.output_tokens}
+        return {**usage, "llm_cost_usd": totals.total_usd, **self.proxy.changes()}
 
     # -- Engine ------------------------------------------------------------------------------------------------
     async def launch(self, browser: Awaitable[SlotEndpoints], task: str) -> None:
-        """Wait for the slot's browser (the worker starts it) while the goal pre-flight runs; connect browser-use
-        over CDP."""
+        """Wait for the slot's browser (the worker starts it) while the goal pre-flight runs; connect over CDP."""
         self._files.mkdir(parents=True, exist_ok=True)
         self._activity.begin("Starting the browser", ActivityKind.PREPARING)
-        self._goal = asyncio.create_task(self._preflight(task), name=f"preflight-{self._record.id}")
+        self._workspace = await workspace_root(self._settings, self._record)
+        self._cache = ScriptCache(self._record.id, self._feed, self._workspace, workspace_limit(self._settings))
+        # a cached replay calls no model (spec §27.3): no goal pre-flight when the workspace has the script
+        if (plan := self._cache.plan(self._record, task)) is None or await self._cache.load(plan) is None:
+            self._goal = asyncio.create_task(self._preflight(agent_task(task)), name=f"preflight-{self._record.id}")
         try:
             self._slot = await browser
+            await self._certificates.accept(self._slot.cdp_ws_url, self.proxy.upstream)
             self._folders = await folders_of(self._slot, self._files)  # uploads made before this turn too
             if self._record.profile_id and self._profiles is not None:
                 self._profile = await ProfileSync.start(
@@ -220,6 +210,7 @@ class AgentEngine:
                     auto_download_pdfs=False,
                     cross_origin_iframes=True,
                     highlight_elements=True,
+                    permissions=[],  # browser-use's default grants read "granted" where Chrome says "default"
                 )
             self._runner = AgentRunner(
                 RunSpec(
@@ -230,9 +221,12 @@ class AgentEngine:
                     system_prompt_extension=self._record.system_prompt_extension,
                     captcha=self._captcha_settings(),
                     network=self._network,
+                    proxy=self.proxy.route,
                     codeview_url=self._settings.codeview_url,
                     browser_folders=self._folders,
                     file_area_mb=self._settings.SLOT_DISK_MB,
+                    workspace_dir=self._workspace,
+                    workspace_limit_bytes=workspace_limit(self._settings),
                 ),
                 self._browser,
                 self._agent_llm,
@@ -256,6 +250,10 @@ class AgentEngine:
         assert self._runner is not None
         # read once per turn: only a follow-up changes the ceiling or keep-alive, and none lands while a turn runs
         self._turn_record = await self._sessions.get(self._record.id)
+        plan = self._cache.plan(self._turn_record, task) if self._cache is not None else None
+        if plan is not None and (cached := await self._cached_turn(plan, task)) is not None:
+            return cached
+        task = agent_task(task)  # the values in place, the brackets removed
         preamble = None
         self._activity.begin("Setting the goal", ActivityKind.PREPARING)
         if self._turns == 0:
@@ -280,9 +278,22 @@ class AgentEngine:
         finally:
             # one shielded call: a stop re-raised after one part must not skip the next (the secrets sweep last)
             await run_shielded(self._after_turn())
+        if plan is not None and self._cache is not None:  # a successful run saves (or heals) the script
+            await self._cache.save(plan, outcome, self._runner.turn_items, self._browser)
         if self._profile is not None and self._turn_record.keep_alive:
             await self._profile.checkpoint()  # a parked browser's logins are saved without waiting for release
         return outcome
+
+    async def _cached_turn(self, plan: CachePlan, task: str) -> TurnOutcome | None:
+        assert self._cache is not None  # the turn done by the cached script, or None: the agent runs it (§27.3)
+        assert self._slot is not None
+        try:
+            cached = await self._cache.try_replay(plan, self._scripts, self._browser, self._slot.cdp_url)
+        finally:
+            await run_shielded(self._after_turn())  # also before a heal's agent run: each step of it is idempotent
+        if cached is not None:
+            self._turns, self._previous_task = self._turns + 1, task
+        return cached
 
     async def _after_turn(self) -> None:
         """What every turn ends with, however it ended: costs saved, downloads collected, secrets swept."""
@@ -298,7 +309,8 @@ class AgentEngine:
         async def note(text: str) -> None:
             await self._feed.append(self._record.id, FeedEntry.system("downloads", text))
 
-        await collect_downloads(self._folders, self._files, self._settings.SLOT_DISK_MB, note)
+        landed = await collect_downloads(self._folders, self._files, self._settings.SLOT_DISK_MB, note)
+        await copy_downloads(self._workspace, landed, workspace_limit(self._settings), note)  # spec §27.2
 
     async def _restore_output(self, preamble: str) -> str:
         """A replayed keep-alive conversation goes on from the answer it had, as a warm follow-up would."""
@@ -363,6 +375,7 @@ class AgentEngine:
         if browser is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(browser.kill(), timeout=10)
+        await self._certificates.aclose()
         await self._collect_downloads()  # before the slot and its directory are released
         await asyncio.to_thread(_remove_scratch, self._files)
         if self._runner is not None:

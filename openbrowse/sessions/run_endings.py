@@ -7,6 +7,7 @@ run's profile back (spec §9.3), so a user who sees the status can rely on the p
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
@@ -19,7 +20,7 @@ from openbrowse.domain.failures import FailureKind
 from openbrowse.domain.feed import FeedEntry, MessageType
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.runs import Salvage, TurnEnding, TurnOutcome
-from openbrowse.errors import SessionNotFound
+from openbrowse.errors import NodeFenced, SessionNotFound, StoreUnavailable
 from openbrowse.sessions.max_duration import reached_summary
 from openbrowse.sessions.states import Trigger, can
 from openbrowse.sessions.turns import clip_output
@@ -30,6 +31,10 @@ if TYPE_CHECKING:
     from openbrowse.sessions.status_port import StatusPort
 
 logger = logging.getLogger(__name__)
+
+STORE_RECOVERY_DELAYS_S = (1.0, 2.0, 3.0, 4.0, 5.0, 5.0, 5.0, 5.0)
+"""Pauses between attempts to write a run's end while the database is away (about 30 s in all): bounded, because
+the worker's end is shielded and a server shutting down waits for it."""
 
 Phase = Literal["waiting", "queued", "starting", "running", "parked", "closing", "done"]
 Salvager = Callable[[], Awaitable[Salvage]]
@@ -115,23 +120,48 @@ class EndingRecorder:
 
     # -- ends that are not turn outcomes -----------------------------------------------------------------------
     async def crashed(self, exc: Exception) -> None:
+        if isinstance(exc, NodeFenced):
+            return  # the cluster gave this session to another node, which records its end (spec §26.5)
+        if isinstance(exc, StoreUnavailable):
+            await self._crashed_without_store(exc)
+            return
         message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
         with contextlib.suppress(SessionNotFound):
             await self._runtime.feed.append(
                 self.session_id,
                 FeedEntry(MessageType.BROWSER_ACTION_ERROR, f"Fatal error: {message}"[:214], {"errorFull": message}),
             )
-            record = await self._runtime.sessions.get(self.session_id)
-            if record.status.value in {"created", "running"}:
-                await self._status.apply(
-                    self.session_id,
-                    Trigger.FAIL,
-                    pending_task=None,
-                    is_task_successful=False,
-                    last_step_summary=f"Fatal error: {message}",
-                    failure_kind=FailureKind.AGENT_FAILURE,
-                    failure_status_code=None,
-                )
+            await self._fail(f"Fatal error: {message}", FailureKind.AGENT_FAILURE)
+
+    async def _crashed_without_store(self, exc: StoreUnavailable) -> None:
+        """The database went away mid-run for longer than the store's own retries: the run is over, and its end
+        is written as soon as the database answers again (``STORE_RECOVERY_DELAYS_S``; after that a restart's
+        reconciliation types it)."""
+        summary = f"The database was lost mid-run: {exc.message}"
+        for delay in STORE_RECOVERY_DELAYS_S:
+            try:
+                with contextlib.suppress(SessionNotFound):
+                    await self._fail(summary, FailureKind.STORE_UNAVAILABLE)
+                    await self._runtime.feed.append(self.session_id, FeedEntry.system("store", summary))
+                return
+            except NodeFenced:
+                return
+            except StoreUnavailable:
+                await asyncio.sleep(delay)
+        logger.error("Session %s ended without its end recorded: the database stayed away", self.session_id)
+
+    async def _fail(self, summary: str, kind: FailureKind) -> None:
+        record = await self._runtime.sessions.get(self.session_id)
+        if record.status.value in {"created", "running"}:
+            await self._status.apply(
+                self.session_id,
+                Trigger.FAIL,
+                pending_task=None,
+                is_task_successful=False,
+                last_step_summary=summary,
+                failure_kind=kind,
+                failure_status_code=None,
+            )
 
     async def stopped(self, reason: StopReason | None, phase: Phase, salvage: Salvager) -> None:
         """Record a stop that cancelled the run in ``phase``; ``salvage`` reads what an interrupted turn kept."""

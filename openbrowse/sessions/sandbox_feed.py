@@ -3,6 +3,7 @@
 * each destination the egress enforcer refused, once per (host, port, rule) for as long as the session holds the
   slot: an ``event`` of category ``network`` naming the host and the rule, never a body. Names that do not resolve
   are left out (Chromium's own background requests fail that way on every start);
+* each failure streak of the holder's upstream proxy (spec §28.1): a ``network`` event naming it by ``host:port``;
 * the first time the sandbox went over its memory cap: a ``system`` event (the second time ends the session).
 
 Listeners are called on the server's event loop; each schedules its feed write as a task the attachment owns.
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from openbrowse.domain.feed import EventCategory, FeedEntry, FeedSink
 from openbrowse.domain.ids import SessionId
 from openbrowse.network.refusal import Refusal
+from openbrowse.network.upstream import UpstreamProxy
 from openbrowse.slots.confinement import SlotConfinement
 
 __all__ = ["SandboxFeed"]
@@ -40,6 +42,7 @@ class SandboxFeed:
         self._remove_refusals: Callable[[], None] | None = None
         if confinement.egress is not None:
             self._remove_refusals = confinement.egress.add_refusal_listener(self._refused)
+        self._remove_proxy = confinement.route.add_failure_listener(self._proxy_failed) if confinement.route else None
         confinement.warning_listeners.append(self._warned)
 
     def _write(self, entry: FeedEntry) -> None:
@@ -62,6 +65,10 @@ class SandboxFeed:
         summary = f"Network policy refused {where}: {refusal.reason}"
         self._write(FeedEntry.event(EventCategory.NETWORK, "refused", summary, host=refusal.host, rule=refusal.rule))
 
+    def _proxy_failed(self, proxy: UpstreamProxy, reason: str) -> None:
+        summary = f"Upstream proxy {proxy.label} failed: {reason}. Nothing was sent directly instead."
+        self._write(FeedEntry.event(EventCategory.NETWORK, "proxy_failed", summary, proxy=proxy.label))
+
     def _warned(self, text: str) -> None:
         self._write(FeedEntry.system("resource_limit", text, level="warning"))
 
@@ -69,6 +76,9 @@ class SandboxFeed:
         if self._remove_refusals is not None:
             self._remove_refusals()
             self._remove_refusals = None
+        if self._remove_proxy is not None:
+            self._remove_proxy()
+            self._remove_proxy = None
         with contextlib.suppress(ValueError):
             self._confinement.warning_listeners.remove(self._warned)
         if self._tasks:

@@ -28,6 +28,7 @@ from openbrowse.memory import trim_malloc
 from openbrowse.sessions.max_duration import DeadlineTimer
 from openbrowse.sessions.pausing import PausedBy, SessionPause, idle_until
 from openbrowse.sessions.pressure import host_pressure
+from openbrowse.sessions.proxies import engine_route, put_route_on
 from openbrowse.sessions.recordings import session_recording
 from openbrowse.sessions.run_endings import EndingRecorder, Phase, Release, StopReason
 from openbrowse.sessions.sandbox_feed import SandboxFeed
@@ -250,6 +251,7 @@ class SessionWorker:
                 await run_shielded(discard_task(browser))
                 raise
             engine.on_human_needed = self._agent_asked
+            put_route_on(lease, engine_route(engine))  # spec §28.1: before the first page, never direct
             try:
                 turn = await self._launch(engine, lease, browser, task, record)
                 while True:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from openbrowse.network.egress import EgressEnforcer
 from openbrowse.network.policy import NetworkRules
+from openbrowse.network.proxy_route import ProxyRoute
 from openbrowse.shielding import run_shielded
 from openbrowse.slots.cdp_pin import cdp_screen
 from openbrowse.slots.cgroups import CgroupLimits, SlotCgroup
@@ -84,6 +85,8 @@ class SlotConfinement:
         self.network: SlotNetwork | None = None
         """The sandbox's network namespace, opened once at its start (None unsandboxed)."""
         self.egress: EgressEnforcer | None = None
+        self.route: ProxyRoute | None = None
+        """The holder's upstream proxy (spec §28.1), kept across restarts of the slot until the lease ends."""
         self.relays: list[ManagedProcess] = []
         self._limits: LimitWatcher | None = None
         self._cdp_gate: LoopbackGate | None = None
@@ -126,6 +129,7 @@ class SlotConfinement:
         self.egress = EgressEnforcer(
             rules, label=f"slot-{self.layout.index}", exempt_urls=[codeview] if codeview else ()
         )
+        self.egress.use_route(self.route)
         if not self.sandboxed:
             self._proxy_port = await self.egress.listen_tcp()
             await self.egress.start()
@@ -171,6 +175,12 @@ class SlotConfinement:
             on_warning=self._warn,
             on_exceeded=on_exceeded,
         )
+
+    def use_route(self, route: ProxyRoute | None) -> None:
+        """Send the slot's traffic through ``route`` from now on (None: directly, under the policy)."""
+        self.route = route
+        if self.egress is not None:
+            self.egress.use_route(route)
 
     def open_cdp_gate(self, version: dict[str, Any]) -> None:
         """Put the sandboxed Chromium's DevTools on its host loopback port, for the server's uid only, with the

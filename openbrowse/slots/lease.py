@@ -149,6 +149,7 @@ class SlotLease:
         try:
             await self.slot.stop()
         finally:
+            self.slot.confinement.use_route(None)  # the next holder starts without this one's proxy
             self._host.slot_returned(self)
             self.released.set()
             logger.info("Slot %d released by %s", self.slot.index, self.owner)

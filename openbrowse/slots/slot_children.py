@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from openbrowse.slots.browser_looks import browser_looks
 from openbrowse.slots.chromium import BrowserBinary, BrowserProcess
 from openbrowse.slots.confinement import SlotConfinement
 from openbrowse.slots.display import DisplayStack
@@ -102,8 +103,14 @@ class SlotChildren:
             on_exit=on_exit,
             confinement=confined,
         )
+        looks = browser_looks(settings)  # language, time zone, WebGL, webdriver (spec §28.2)
         # Chromium leaves org.chromium.* scratch dirs in TMPDIR when it is killed: keep them in the slot dir.
-        browser_env = {**env, "XDG_CONFIG_HOME": str(directory / "config"), "TMPDIR": str(temp_dir)}
+        browser_env = {
+            **env,
+            **looks.environment(),
+            "XDG_CONFIG_HOME": str(directory / "config"),
+            "TMPDIR": str(temp_dir),
+        }
         browser = BrowserProcess(
             binary,
             display=layout.display,
@@ -117,7 +124,12 @@ class SlotChildren:
             wrap=confined.wrap if confined is not None else None,
             owner_uid=confined.uid if confined is not None else None,
             network=confined.network if confined is not None else None,
-            extra_args=[*confinement.browser_flags(), *disk_cache_flags(settings.SLOT_DISK_MB), *browser_args],
+            extra_args=[
+                *confinement.browser_flags(),
+                *disk_cache_flags(settings.SLOT_DISK_MB),
+                *looks.flags(software_gl=not settings.CHROME_LIGHT_FLAGS),
+                *browser_args,
+            ],
         )
         return cls(
             display,

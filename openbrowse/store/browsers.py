@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
-from dataclasses import fields
+from dataclasses import fields, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +15,7 @@ from openbrowse.domain.browsers import BrowserRecord, BrowserStatus, BrowserStop
 from openbrowse.domain.clock import from_wire, to_wire
 from openbrowse.domain.ids import BrowserId
 from openbrowse.errors import BrowserNotFound
+from openbrowse.store.ownership import NodeOwnership, where_all
 from openbrowse.store.schema import browsers as table
 
 if TYPE_CHECKING:
@@ -30,6 +31,8 @@ _TIME_COLUMNS = {"started_at", "timeout_at", "finished_at", "queued_at", "queue_
 def _to_column(name: str, value: Any) -> Any:
     if name == "metadata":
         return json.dumps(value or {}, ensure_ascii=False)
+    if name == "proxy":
+        return json.dumps(value, ensure_ascii=False) if value is not None else None
     if value is None:
         return None
     if name in _TIME_COLUMNS:
@@ -64,6 +67,8 @@ def _from_row(row: RowMapping) -> BrowserRecord:
         queued_at=_time_or_none(row["queued_at"]),
         queue_expires_at=_time_or_none(row["queue_expires_at"]),
         enable_recording=bool(row["enable_recording"]),
+        proxy=json.loads(row["proxy"]) if row["proxy"] else None,
+        proxy_bytes=int(row["proxy_bytes"] or 0),
     )
 
 
@@ -77,8 +82,9 @@ def _stopped(reason: BrowserStopReason, finished_at: datetime) -> dict[str, Any]
 
 
 class BrowserRepo:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, ownership: NodeOwnership | None = None) -> None:
         self._db = db
+        self._ownership = ownership or NodeOwnership()
         self._end_hooks: list[EndHook] = []
         self._end_watchers: list[EndWatcher] = []
 
@@ -107,6 +113,8 @@ class BrowserRepo:
                 watcher(record)
 
     async def insert(self, record: BrowserRecord) -> BrowserRecord:
+        if record.owner_node is None and self._ownership.node_id is not None:
+            record = replace(record, owner_node=self._ownership.node_id)
         values = {name: _to_column(name, getattr(record, name)) for name in _COLUMNS}
         async with self._db.transaction() as conn:
             await conn.execute(table.insert().values(values))
@@ -127,31 +135,48 @@ class BrowserRepo:
         async with self._db.transaction() as conn:
             await conn.execute(
                 table.update()
-                .where(table.c.id == browser_id)
+                .where(*where_all(table.c.id == browser_id, self._ownership.fence()))
                 .values(started_at=to_wire(started_at), timeout_at=to_wire(timeout_at), queue_expires_at=None)
             )
         return await self.get(browser_id)
 
     async def mark_stopped(
-        self, browser_id: BrowserId, *, reason: BrowserStopReason, finished_at: datetime
+        self, browser_id: BrowserId, *, reason: BrowserStopReason, finished_at: datetime, proxy_bytes: int = 0
     ) -> BrowserRecord:
-        """Record the end of an active browser; a browser already stopped keeps its first end."""
+        """Record the end of an active browser (and the bytes through its upstream proxy); a browser already
+        stopped keeps its first end."""
         async with self._db.transaction() as conn:
             result = await conn.execute(
                 table.update()
-                .where(table.c.id == browser_id, table.c.status == str(BrowserStatus.ACTIVE))
-                .values(_stopped(reason, finished_at))
+                .where(
+                    *where_all(
+                        table.c.id == browser_id,
+                        table.c.status == str(BrowserStatus.ACTIVE),
+                        self._ownership.fence(),
+                    )
+                )
+                .values({**_stopped(reason, finished_at), "proxy_bytes": proxy_bytes})
             )
             ended = await self._ended_in(conn, [browser_id]) if result.rowcount else []
         self._announce(ended)
         return await self.get(browser_id)
 
     async def stop_all_active(self, *, reason: BrowserStopReason, finished_at: datetime) -> int:
-        """Mark every ``active`` row stopped (start-up reconciliation); return how many there were."""
+        """Mark every ``active`` row of this node stopped (start-up reconciliation); return how many there were."""
+        mine = where_all(table.c.status == str(BrowserStatus.ACTIVE), self._ownership.mine(table.c.owner_node))
+        return await self._stop_where(mine, reason, finished_at)
+
+    async def stop_adopted(self, browser_ids: list[str], *, finished_at: datetime) -> int:
+        """End the browsers this node adopted from a node that died (spec §26.5): ``lost``, ``runner_lost``."""
+        if not browser_ids:
+            return 0
+        adopted = [table.c.status == str(BrowserStatus.ACTIVE), table.c.id.in_(browser_ids)]
+        return await self._stop_where(adopted, BrowserStopReason.NODE_LOST, finished_at)
+
+    async def _stop_where(self, where: list[Any], reason: BrowserStopReason, finished_at: datetime) -> int:
         async with self._db.transaction() as conn:
-            is_active = table.c.status == str(BrowserStatus.ACTIVE)
-            active = [str(found) for found in (await conn.execute(sa.select(table.c.id).where(is_active))).scalars()]
-            result = await conn.execute(table.update().where(is_active).values(_stopped(reason, finished_at)))
+            active = [str(found) for found in (await conn.execute(sa.select(table.c.id).where(*where))).scalars()]
+            result = await conn.execute(table.update().where(*where).values(_stopped(reason, finished_at)))
             ended = await self._ended_in(conn, active)
         self._announce(ended)
         return int(result.rowcount or 0)

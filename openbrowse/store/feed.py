@@ -13,8 +13,12 @@ from openbrowse.domain.clock import Clock, from_wire, to_wire, utc_now
 from openbrowse.domain.feed import FeedEntry, Message
 from openbrowse.domain.ids import MessageId, SessionId, new_message_id
 from openbrowse.domain.redaction import REDACTORS
-from openbrowse.errors import InvalidRequest
+from openbrowse.errors import InvalidRequest, NodeFenced
+from openbrowse.store.change_notices import ChangeNotices, notices_of
+from openbrowse.store.ownership import NodeOwnership
 from openbrowse.store.schema import messages as table
+
+NOTICE_KIND = "feed"
 
 if TYPE_CHECKING:
     from openbrowse.store.db import Database
@@ -37,14 +41,23 @@ def _message(row: RowMapping) -> Message:
 class FeedRepo:
     """Implements :class:`openbrowse.domain.feed.FeedSink`."""
 
-    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+    def __init__(self, db: Database, clock: Clock = utc_now, ownership: NodeOwnership | None = None) -> None:
         self._db = db
         self._clock = clock
+        self._ownership = ownership or NodeOwnership()
         self._listeners: list[Callable[[str], None]] = []
 
     def listen(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(session_id)`` after every committed append (wakes the event streams)."""
         self._listeners.append(listener)
+
+    def follow(self, notices: ChangeNotices) -> None:
+        """On PostgreSQL: the listeners hear appends made on other nodes too (spec §26.4)."""
+        notices.on(NOTICE_KIND, self._appended)
+
+    def _appended(self, session_id: str) -> None:
+        for listener in self._listeners:
+            listener(session_id)
 
     async def append(self, session_id: SessionId, entry: FeedEntry) -> Message:
         redactor = REDACTORS.of(session_id)
@@ -63,9 +76,18 @@ class FeedRepo:
             "created_at": to_wire(created),
         }
         async with self._db.transaction() as conn:
-            seq = int((await conn.execute(table.insert().values(row).returning(table.c.seq))).scalar_one())
-        for listener in self._listeners:
-            listener(session_id)
+            notices = notices_of(conn.kind, NOTICE_KIND, session_id)
+            fence = self._ownership.fence()
+            if fence is None:
+                insert = table.insert().values(row)
+            else:  # the row goes in only while this node is still the one it registered as (spec §26.5)
+                values = sa.select(*(sa.literal(value, table.c[name].type) for name, value in row.items())).where(fence)
+                insert = table.insert().from_select(list(row), values)
+            inserted = (await conn.execute(insert.returning(table.c.seq, *notices))).first()
+            if inserted is None:
+                raise NodeFenced("This node was declared gone by the cluster, so it no longer writes; it must restart")
+            seq = int(inserted[0])
+        self._appended(session_id)
         return Message(
             id=message_id,
             session_id=session_id,

@@ -72,3 +72,13 @@ class ReadCache(Generic[K, V]):
         finally:
             self._writes_in_flight -= 1
             self._epoch += 1
+
+    def forget(self, key: K) -> None:
+        """Another process wrote ``key``'s row (it committed): drop it, and refuse what queries in flight offer."""
+        self._entries.pop(key, None)
+        self._epoch += 1
+
+    def clear(self) -> None:
+        """Writes may have been missed: drop everything, and refuse what queries in flight offer."""
+        self._entries.clear()
+        self._epoch += 1

@@ -48,6 +48,13 @@ sessions = sa.Table(
     sa.Column("max_duration_ms", sa.Integer),
     sa.Column("enable_recording", sa.Integer, nullable=False),
     sa.Column("webhook_url", sa.Text),
+    sa.Column("owner_node", sa.Text),
+    sa.Column("workspace_id", sa.Text),
+    sa.Column("cache_script", sa.Integer),
+    sa.Column("auto_heal", sa.Integer, nullable=False, server_default="1"),
+    sa.Column("proxy", sa.Text),
+    sa.Column("proxy_bytes", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("proxy_cost_usd", sa.Text, nullable=False, server_default="0"),
 )
 
 messages = sa.Table(
@@ -96,6 +103,9 @@ browsers = sa.Table(
     sa.Column("queued_at", sa.Text),
     sa.Column("queue_expires_at", sa.Text),
     sa.Column("enable_recording", sa.Integer, nullable=False),
+    sa.Column("owner_node", sa.Text),
+    sa.Column("proxy", sa.Text),
+    sa.Column("proxy_bytes", sa.BigInteger, nullable=False, server_default="0"),
 )
 
 webhook_outbox = sa.Table(
@@ -112,4 +122,29 @@ webhook_outbox = sa.Table(
     sa.Column("next_attempt_at", sa.Float, nullable=False),
     sa.Column("finished_at", sa.Float),
     sa.Column("last_error", sa.Text),
+)
+
+nodes = sa.Table(
+    "nodes",
+    metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("url", sa.Text, nullable=False),
+    sa.Column("epoch", sa.BigInteger, nullable=False),
+    sa.Column("slots", sa.Integer, nullable=False),
+    sa.Column("lease_s", sa.Float, nullable=False),
+    sa.Column("busy", sa.Integer, nullable=False),
+    sa.Column("queued", sa.Integer, nullable=False),
+    sa.Column("draining", sa.Integer, nullable=False),
+    sa.Column("started_at", sa.Float, nullable=False),
+    sa.Column("last_seen_at", sa.Float, nullable=False),
+    sa.Column("left_at", sa.Float),
+)
+
+workspaces = sa.Table(
+    "workspaces",
+    metadata,
+    sa.Column("id", sa.Text, primary_key=True),
+    sa.Column("name", sa.Text),
+    sa.Column("created_at", sa.Text, nullable=False),
+    sa.Column("updated_at", sa.Text, nullable=False),
 )

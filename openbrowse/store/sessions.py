@@ -16,16 +16,18 @@ from openbrowse.domain.ids import SessionId
 from openbrowse.domain.redaction import REDACTORS
 from openbrowse.domain.secrets import normalize_stored
 from openbrowse.domain.sessions import SessionRecord, SessionStatus
-from openbrowse.errors import SessionNotFound
+from openbrowse.errors import NodeFenced, SessionNotFound
+from openbrowse.store.change_notices import ChangeNotices, notices_of
+from openbrowse.store.ownership import NodeOwnership, where_all
 from openbrowse.store.read_cache import ReadCache
 from openbrowse.store.schema import sessions as table
 
 if TYPE_CHECKING:
     from openbrowse.store.db import Database, Tx
 
-_JSON_COLUMNS = {"output", "output_schema", "sensitive_data", "pause"}
-_BOOL_COLUMNS = {"keep_alive", "browser_live", "enable_recording"}
-_DECIMAL_COLUMNS = {"max_cost_usd", "allowance_usd", "llm_cost_usd", "captcha_cost_usd"}
+_JSON_COLUMNS = {"output", "output_schema", "sensitive_data", "pause", "proxy"}
+_BOOL_COLUMNS = {"keep_alive", "browser_live", "enable_recording", "cache_script", "auto_heal"}
+_DECIMAL_COLUMNS = {"max_cost_usd", "allowance_usd", "llm_cost_usd", "captcha_cost_usd", "proxy_cost_usd"}
 _TIME_COLUMNS = ("created_at", "updated_at")
 T = TypeVar("T")
 _COLUMNS = [f.name for f in fields(SessionRecord)]
@@ -35,6 +37,7 @@ _REDACTED_COLUMNS = ("output", "last_step_summary")
 _QUEUE_LOCK_KEY = 0x0B_5E_51
 """PostgreSQL: the advisory lock around drawing the next queue place (SQLite serialises writes already)."""
 VIEW_CACHE_SIZE = 256
+NOTICE_KIND = "session"
 """Rows kept for :meth:`SessionRepo.view` (the sessions being polled; a few KiB each)."""
 
 
@@ -97,6 +100,11 @@ async def _read_in(conn: Tx, session_id: str) -> SessionRecord | None:
     return _from_row(row) if row is not None else None
 
 
+def _holds_a_run(changes: Mapping[str, Any]) -> bool:
+    """A write that starts a run or queues a task: the writing node holds the session from now on."""
+    return changes.get("status") is SessionStatus.RUNNING or changes.get("pending_task") is not None
+
+
 def _concerned(observers: list[tuple[T, Concerns]], changed: Collection[str]) -> list[T]:
     return [observer for observer, concerns in observers if concerns is None or not set(concerns).isdisjoint(changed)]
 
@@ -104,13 +112,29 @@ def _concerned(observers: list[tuple[T, Concerns]], changed: Collection[str]) ->
 class SessionRepo:
     """The only writer of the ``sessions`` table (its read cache relies on it: see ``read_cache.py``)."""
 
-    def __init__(self, db: Database, clock: Clock = utc_now) -> None:
+    def __init__(self, db: Database, clock: Clock = utc_now, ownership: NodeOwnership | None = None) -> None:
         self._db = db
         self._clock = clock
+        self._ownership = ownership or NodeOwnership()
         self._listeners: list[Callable[[str], None]] = []
         self._hooks: list[tuple[ChangeHook, Concerns]] = []
         self._watchers: list[tuple[ChangeWatcher, Concerns]] = []
         self._views: ReadCache[str, SessionRecord] = ReadCache(VIEW_CACHE_SIZE)
+        self._notices: ChangeNotices | None = None
+
+    def follow(self, notices: ChangeNotices) -> None:
+        """On PostgreSQL: hear the other nodes' writes, so views may be kept in memory (while the notices are heard)
+        and event streams wake for changes made elsewhere (spec §26.4)."""
+        self._notices = notices
+        notices.on(NOTICE_KIND, self._written_elsewhere)
+        notices.on_lost(self._views.clear)
+
+    def _written_elsewhere(self, session_id: str) -> None:
+        self._views.forget(session_id)
+        self._changed(session_id)
+
+    def _views_trusted(self) -> bool:
+        return self._db.single_process or (self._notices is not None and self._notices.listening)
 
     def listen(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(session_id)`` after every committed update or delete (wakes the event streams)."""
@@ -135,6 +159,7 @@ class SessionRepo:
 
     async def insert(self, record: SessionRecord, *, enqueue: bool = False) -> SessionRecord:
         """Insert ``record``; with ``enqueue`` it takes the next queue place, drawn in the same transaction."""
+        record = record.evolve(**self._ownership.claim()) if record.owner_node is None else record
         values: dict[str, Any] = {name: _to_column(name, getattr(record, name)) for name in _COLUMNS}
         if enqueue:
             values["queue_seq"] = _next_queue_seq()
@@ -142,7 +167,8 @@ class SessionRepo:
             async with self._db.transaction() as conn:
                 if enqueue:
                     await self._db.serialise(conn, _QUEUE_LOCK_KEY)
-                result = await conn.execute(table.insert().values(values).returning(table.c.queue_seq))
+                notices = notices_of(conn.kind, NOTICE_KIND, record.id)
+                result = await conn.execute(table.insert().values(values).returning(table.c.queue_seq, *notices))
                 if enqueue:
                     seq = result.scalar_one()
                     record = record.evolve(queue_seq=int(seq) if seq is not None else None)
@@ -161,8 +187,9 @@ class SessionRepo:
     async def view(self, session_id: str) -> SessionRecord:
         """Like :meth:`get`, but the record may be shared with other readers: for display only, never mutated.
 
-        On SQLite served from memory while no write happened since it was read (the API's polls cost no database
-        hop); on PostgreSQL other nodes write too, so every view is read from the database."""
+        Served from memory while no write happened since it was read (the API's polls cost no database hop). On
+        PostgreSQL other nodes write too: views are kept only while their writes are heard (``follow``), so a view
+        is at most as old as the notice of a write on another node takes to arrive."""
         record = await self.find_view(session_id)
         if record is None:
             raise SessionNotFound()
@@ -170,7 +197,7 @@ class SessionRepo:
 
     async def find_view(self, session_id: str) -> SessionRecord | None:
         """Like :meth:`find`, shared as :meth:`view` is."""
-        if not self._db.single_process:
+        if not self._views_trusted():
             return await self.find(session_id)
         cached = self._views.get(session_id)
         if cached is not None:
@@ -187,6 +214,8 @@ class SessionRepo:
         if unknown:
             raise ValueError(f"unknown session fields: {sorted(unknown)}")
         changes["updated_at"] = self._clock()
+        if _holds_a_run(changes):
+            changes.update(self._ownership.claim())
         redactor = REDACTORS.of(session_id)
         for name in _REDACTED_COLUMNS:
             if name in changes and redactor:
@@ -202,10 +231,12 @@ class SessionRepo:
                 if enqueue:
                     await self._db.serialise(conn, _QUEUE_LOCK_KEY)
                 before = await _read_in(conn, session_id) if hooks or watchers else None
-                statement = table.update().where(table.c.id == session_id).values(values).returning(*table.c)
+                notices = notices_of(conn.kind, NOTICE_KIND, session_id)
+                fenced = where_all(table.c.id == session_id, self._ownership.fence())
+                statement = table.update().where(*fenced).values(values).returning(*table.c, *notices)
                 row = (await conn.execute(statement)).mappings().first()  # the row as this write left it
                 if row is None:
-                    raise SessionNotFound()
+                    raise await self._refusal(conn, session_id)
                 after = _from_row(row)
                 if before is not None:
                     for hook in hooks:
@@ -232,9 +263,11 @@ class SessionRepo:
     async def delete(self, session_id: str) -> None:
         with self._views.writing(session_id):
             async with self._db.transaction() as conn:
-                result = await conn.execute(table.delete().where(table.c.id == session_id))
-                if result.rowcount == 0:
-                    raise SessionNotFound()
+                notices = notices_of(conn.kind, NOTICE_KIND, session_id)
+                fenced = where_all(table.c.id == session_id, self._ownership.fence())
+                deleted = table.delete().where(*fenced).returning(table.c.id, *notices)
+                if (await conn.execute(deleted)).first() is None:
+                    raise await self._refusal(conn, session_id)
         await self._db.scrub()  # the row may have held secrets (a keep-alive session keeps them until then)
         self._changed(session_id)
 
@@ -248,9 +281,22 @@ class SessionRepo:
         )
         return [_from_row(row) for row in rows], total
 
+    async def _refusal(self, conn: Tx, session_id: str) -> Exception:
+        """Why an update or delete found no row: the row is gone, or this node was fenced out of the cluster."""
+        if self._ownership.fence() is None:
+            return SessionNotFound()
+        exists = (await conn.execute(sa.select(table.c.id).where(table.c.id == session_id))).first()
+        if exists is None:
+            return SessionNotFound()
+        return NodeFenced("This node was declared gone by the cluster, so it no longer writes; it must restart")
+
     async def with_status(self, *statuses: SessionStatus) -> list[SessionRecord]:
+        """This node's sessions in ``statuses`` (on one process: all of them), oldest first."""
+        in_status = table.c.status.in_([str(s) for s in statuses])
         rows = await self._db.fetch_all(
-            sa.select(table).where(table.c.status.in_([str(s) for s in statuses])).order_by(table.c.created_at)
+            sa.select(table)
+            .where(*where_all(in_status, self._ownership.mine(table.c.owner_node)))
+            .order_by(table.c.created_at)
         )
         return [_from_row(row) for row in rows]
 
@@ -260,10 +306,11 @@ class SessionRepo:
         return [_from_row(row) for row in rows]
 
     async def queued(self) -> list[SessionRecord]:
-        """Sessions whose dispatched task never started, in submission order."""
+        """This node's sessions whose dispatched task never started, in submission order."""
+        waiting = (table.c.status == str(SessionStatus.CREATED), table.c.pending_task.is_not(None))
         rows = await self._db.fetch_all(
             sa.select(table)
-            .where(table.c.status == str(SessionStatus.CREATED), table.c.pending_task.is_not(None))
+            .where(*where_all(*waiting, self._ownership.mine(table.c.owner_node)))
             .order_by(table.c.queue_seq)
         )
         return [_from_row(row) for row in rows]

@@ -20,7 +20,7 @@ from tests.fakes.llm_server import FakeProvider
 from tests.fakes.login_site import LoginSite
 from tests.fakes.site import FixtureSites
 from tests.support.asgi_thread import ThreadedServer
-from tests.support.postgres import ThrowawayPostgres
+from tests.support.postgres import TEST_CLUSTER_SECRET, ThrowawayPostgres
 from tests.support.server import ServerProcess
 
 
@@ -114,4 +114,4 @@ def store_env(request: pytest.FixtureRequest) -> dict[str, str]:
     if request.param == "sqlite":
         return {}
     postgres: ThrowawayPostgres = request.getfixturevalue("throwaway_postgres")
-    return {"DATABASE_URL": postgres.new_database()}
+    return {"DATABASE_URL": postgres.new_database(), "CLUSTER_SECRET": TEST_CLUSTER_SECRET}

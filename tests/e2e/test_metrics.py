@@ -54,7 +54,11 @@ async def test_metrics_move_as_a_session_runs_and_logs_are_json(
     assert value(before, "openbrowse_queue_length") == 0
     assert value(before, "process_resident_memory_bytes") > 0
     assert value(before, "openbrowse_runs_total") == 0
-    assert ("openbrowse_loop_lag_p99_seconds", ()) in before  # stall sites appear once the loop stalls
+    details = loopback.get(f"{server.base_url}/health/details", headers={"Authorization": f"Bearer {KEY}"}, timeout=30)
+    node_id = details.json()["node"]["id"]
+    # stall sites appear once the loop stalls; every series says which node served it (spec §26.7)
+    assert ("openbrowse_loop_lag_p99_seconds", (("node", node_id),)) in before
+    assert all(dict(labels).get("node") == node_id for _, labels in before), "a series without its node label"
 
     client = sdk(server)
     created = await client.sessions.create("Say hello and finish.")

@@ -189,7 +189,8 @@ def test_malformed_and_mistyped_bodies(http: httpx.Client) -> None:
     assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["body", "task"]
     response = http.post("/v3/sessions", json={"keepAlive": {"x": 1}})
     assert response.status_code == 422
-    assert create(http, unknownField=1, agentmail=True, workspaceId="w")["status"] == "created"
+    assert create(http, unknownField=1, agentmail=True)["status"] == "created"
+    assert http.post("/v3/sessions", json={"workspaceId": "w"}).status_code == 404  # implemented, never ignored
     null_body = http.post("/v3/sessions", content=b"null", headers={"content-type": "application/json"})
     assert null_body.status_code == 200
     assert http.post("/v3/sessions").status_code == 200

@@ -19,6 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
@@ -104,8 +105,12 @@ def refusal_of(url: str) -> InvalidStatus:
 
 def gauge(server: ServerProcess, name: str) -> float:
     text = httpx.get(f"{server.base_url}/metrics", headers={"Authorization": f"Bearer {API_KEY}"}, timeout=30).text
-    line = next(line for line in text.splitlines() if line.startswith(f'{name}{{kind="cdp"}}'))
-    return float(line.rsplit(" ", 1)[1])
+    return next(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == name and sample.labels.get("kind") == "cdp"
+    )
 
 
 def test_one_cdp_connection_over_the_cap_is_refused(browser: dict[str, Any]) -> None:

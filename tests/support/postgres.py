@@ -19,6 +19,8 @@ import tempfile
 import uuid
 from pathlib import Path
 
+TEST_CLUSTER_SECRET = "test-cluster-secret-0123456789"
+"""What servers on the throwaway PostgreSQL show each other (PostgreSQL requires one, spec §26.2)."""
 UNPRIVILEGED_USER = "nobody"
 SUPERUSER = "postgres"
 START_ATTEMPTS = 3

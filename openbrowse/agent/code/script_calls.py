@@ -222,7 +222,12 @@ class ScriptCalls:
     async def _fetch(self, args: FetchArgs) -> dict[str, Any]:
         try:
             response = await fetch(
-                self._ctx.network, args.url, method=args.method, headers=args.headers, body=args.body
+                self._ctx.network,
+                args.url,
+                method=args.method,
+                headers=args.headers,
+                body=args.body,
+                route=self._ctx.proxy,
             )
         except NetworkRefused as exc:
             raise ScriptCallError("PermissionError", str(exc)) from exc

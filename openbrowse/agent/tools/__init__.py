@@ -17,6 +17,7 @@ from openbrowse.agent.tools.solve_captcha import register_solve_captcha
 from openbrowse.agent.tools.tab_fanout import register_tab_fanout
 from openbrowse.agent.tools.upload_file import install_confined_upload
 from openbrowse.agent.tools.wait_for_human import register_wait_for_human
+from openbrowse.agent.tools.workspace_files import install_workspace_files
 
 if TYPE_CHECKING:
     from browser_use import Tools
@@ -34,6 +35,7 @@ def register_tools(
     """
     install_confined_upload(tools, ctx)
     install_confined_read(tools, ctx)
+    install_workspace_files(tools, ctx)
     register_clipboard(tools, ctx.clipboard)
     register_http_fetch(tools, ctx)
     register_find_links(tools, ctx)

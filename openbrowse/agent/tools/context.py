@@ -16,6 +16,7 @@ from openbrowse.domain.feed import EventCategory, FeedEntry, FeedSink
 from openbrowse.domain.ids import SessionId
 from openbrowse.domain.scripts import ScriptRunner
 from openbrowse.network.policy import NetworkRules
+from openbrowse.network.proxy_route import ProxyRoute
 
 if TYPE_CHECKING:
     from openbrowse.agent.code.stream import CodeStreamer
@@ -32,6 +33,8 @@ class ToolContext:
     clipboard: Clipboard
     sink: FeedSink
     network: NetworkRules = field(default_factory=NetworkRules)
+    proxy: ProxyRoute | None = None
+    """The session's upstream proxy (spec §28.1): server-side fetches go through it too."""
     captcha_solver: bool = False
     captcha: CaptchaSolver | None = None
     """The CapSolver-backed solver; set only when ``CAPSOLVER_API_KEY`` is (spec §11.6)."""
@@ -48,6 +51,11 @@ class ToolContext:
     """The slot's ``uploads/`` and ``downloads/``, the only files its Chromium sees (``upload_file``, §24.6)."""
     file_area_mb: int = DEFAULT_AREA_MB
     """The cap of ``files_dir`` (``SLOT_DISK_MB``, spec §24.5): what comes in from the slot or a script fits."""
+
+    workspace_dir: Path | None = None
+    """The attached workspace's folder (spec §27.2): the file actions' root, a source for ``upload_file``."""
+    workspace_limit_bytes: int = 0
+    """``WORKSPACE_MAX_MB`` in bytes: what the agent's writes to the workspace stay under."""
 
     @property
     def file_quota(self) -> AreaQuota:

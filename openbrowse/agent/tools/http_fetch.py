@@ -81,6 +81,7 @@ async def run_http_fetch(ctx: ToolContext, params: HttpFetchParams, file_system:
             headers=params.headers,
             body=params.body,
             timeout=FETCH_TIMEOUT,
+            route=ctx.proxy,
         )
     except (NetworkRefused, FetchFailed) as exc:
         raise RuntimeError(str(exc)) from exc

@@ -100,6 +100,7 @@ def _view(
         pause=browsers.pause_of(record),
         takeover_url=browsers.takeover_url(record),
         recording_url=_recording_url(conn, record),
+        proxy_bytes=browsers.proxy_bytes(record),
     )
 
 
@@ -154,7 +155,7 @@ async def create_browser(request: Request, browsers: BrowsersDep, settings: Sett
     ``capacity_exceeded`` at once, after ``waitForCapacityMs``, or (``queueForCapacity``) a queued browser at once."""
     body = await parse_body(request, CreateBrowserBody)
     try:
-        record = await _while_connected(request, browsers.create(body.to_request()))
+        record = await _while_connected(request, browsers.create(body.to_request(settings)))
     except _ClientGone:
         logger.info("A browser request was abandoned by its client before the browser was up")
         return Response(status_code=CLIENT_CLOSED_REQUEST)

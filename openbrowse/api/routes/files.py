@@ -16,8 +16,9 @@ served as attachments, never rendered on this origin.
 from __future__ import annotations
 
 import mimetypes
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
 from fastapi import APIRouter, FastAPI, Query
 from starlette.exceptions import HTTPException
@@ -32,10 +33,9 @@ from openbrowse.api.file_urls import FILE_AREAS, FileArea, FileUrlSigner, OwnerK
 from openbrowse.api.openapi_docs import GUARDED, error_responses
 from openbrowse.domain.ascii_numbers import is_ascii_digits
 from openbrowse.domain.file_listing import DEFAULT_PAGE_LIMIT, MAX_PAGE_LIMIT
-from openbrowse.sessions.area_files import OpenedFile
 from openbrowse.sessions.file_area import MAX_UPLOAD_BYTES, FileAreas, UploadTooLarge
 
-__all__ = ["install_file_routes"]
+__all__ = ["BAD_LINK", "DescriptorResponse", "ReadableFile", "authorize_signed", "install_file_routes"]
 
 KINDS: tuple[OwnerKind, ...] = ("sessions", "browsers")
 UPLOAD_TOO_LARGE = "The upload is larger than the limit of 100 MiB."
@@ -71,10 +71,21 @@ def _signer(request: Request) -> FileUrlSigner:
     return signer
 
 
-class _DescriptorResponse(FileResponse):
+class ReadableFile(Protocol):
+    """An opened file to serve: :class:`OpenedFile`, or a workspace's."""
+
+    status: os.stat_result
+
+    @property
+    def proc_path(self) -> str: ...
+
+    def close(self) -> None: ...
+
+
+class DescriptorResponse(FileResponse):
     """A ``FileResponse`` of an already opened file; the descriptor is closed when the response is done."""
 
-    def __init__(self, opened: OpenedFile, name: str, area: str) -> None:
+    def __init__(self, opened: ReadableFile, name: str, area: str) -> None:
         media_type = mimetypes.guess_type(name)[0] or "application/octet-stream"
         super().__init__(
             opened.proc_path,
@@ -177,11 +188,16 @@ def _authorize_file(
     if expires is None and sig is None:
         authenticator_of(request).require_api_key(request)
         return
+    authorize_signed(request, lambda: _signer(request).verify(kind, owner_id, area, name, expires, sig))
+
+
+def authorize_signed(request: Request, verify: Callable[[], bool]) -> None:
+    """A signed link's check, under the per-IP failure throttle (spec §2.1): 403 when ``verify`` says no."""
     authenticator = authenticator_of(request)
     client = throttle_key(client_ip(request))
     if authenticator.enabled:
         authenticator.throttle.check(client)
-    if not _signer(request).verify(kind, owner_id, area, name, expires, sig):
+    if not verify():
         if authenticator.enabled:
             authenticator.throttle.failed(client)
         raise HTTPException(403, BAD_LINK)
@@ -205,7 +221,7 @@ def _file(kind: OwnerKind) -> Callable[..., Awaitable[Response]]:
         opened = await _areas(request).open_file(kind, owner_id, area, name)
         if opened is None:
             return JSONResponse({"detail": "No such file."}, status_code=404)
-        return _DescriptorResponse(opened, name, area)
+        return DescriptorResponse(opened, name, area)
 
     get_file.__name__ = f"get_{kind[:-1]}_file"
     get_file.__doc__ = (

@@ -11,15 +11,21 @@ from openbrowse import __version__
 from openbrowse.api.deps import ApiKey, ManagerDep, SettingsDep
 from openbrowse.api.openapi_docs import error_responses
 from openbrowse.api.schemas import (
+    ClusterNodeView,
+    ClusterView,
     DatabaseView,
     HealthDetailsView,
     HealthView,
     LoopLagView,
     LoopStallView,
+    NodeView,
     SandboxView,
     SlotUseView,
     SparesView,
 )
+from openbrowse.cluster.presence import NodePresence
+from openbrowse.domain.clock import iso_from_epoch
+from openbrowse.errors import StoreUnavailable
 from openbrowse.loop_lag import LoopLagMonitor
 from openbrowse.sessions.host_report import SlotMemory, live_objects, slot_report
 
@@ -70,6 +76,7 @@ async def health_details(request: Request, manager: ManagerDep, settings: Settin
     cpu = psutil.cpu_percent(interval=None)
     memory = psutil.virtual_memory().percent
     free_slots = settings.MAX_CONCURRENT_SESSIONS - counts["running"] - counts["parked"]
+    database = await _database(request)
     return HealthDetailsView(
         version=__version__,
         active_sessions=counts["running"],
@@ -89,9 +96,35 @@ async def health_details(request: Request, manager: ManagerDep, settings: Settin
         live_objects=live_objects(),
         sandbox=_sandbox(request, settings),
         file_warnings=getattr(request.app.state, "file_warnings", []),
-        database=await _database(request),
+        database=database,
+        **await _cluster(request, database_reachable=database is None or database.reachable),
         **await _slot_memory(request),
     )
+
+
+async def _cluster(request: Request, *, database_reachable: bool) -> dict[str, object]:
+    presence: NodePresence | None = getattr(request.app.state, "presence", None)
+    if presence is None:
+        return {}
+    node = NodeView(id=presence.node_id, url=presence.url)
+    if not database_reachable:
+        return {"node": node}  # ``database`` says why there is no cluster view
+    try:
+        view = await presence.cluster()
+    except StoreUnavailable:
+        return {"node": node}  # ``database`` already says it cannot be reached
+    nodes = [
+        ClusterNodeView(
+            id=row.id,
+            url=row.url,
+            slots=row.slots,
+            busy=row.busy,
+            draining=row.draining,
+            last_seen_at=iso_from_epoch(row.last_seen_at),
+        )
+        for row in view.nodes
+    ]
+    return {"node": node, "cluster": ClusterView(nodes=nodes, queued=view.queued)}
 
 
 def _sandbox(request: Request, settings: SettingsDep) -> SandboxView:

@@ -8,7 +8,9 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from openbrowse.api.bridge_limits import board_of
 from openbrowse.api.deps import ApiKey
 from openbrowse.api.loop_stall_metrics import loop_stall_exposition
+from openbrowse.api.node_label import label_with_node
 from openbrowse.api.openapi_docs import error_responses
+from openbrowse.cluster.presence import NodePresence
 from openbrowse.sessions.metrics import ServiceMetrics
 
 router = APIRouter(tags=["health"])
@@ -29,4 +31,8 @@ async def metrics(request: Request) -> Response:
     code sites that held the event loop."""
     service: ServiceMetrics = request.app.state.metrics
     stalls = loop_stall_exposition(getattr(request.app.state, "loop_lag", None))
-    return Response(await service.render() + board_of(request).exposition() + stalls, media_type=CONTENT_TYPE_LATEST)
+    exposition = await service.render() + board_of(request).exposition() + stalls
+    presence: NodePresence | None = getattr(request.app.state, "presence", None)
+    if presence is not None:
+        exposition = label_with_node(exposition, presence.node_id)
+    return Response(exposition, media_type=CONTENT_TYPE_LATEST)

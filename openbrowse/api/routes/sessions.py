@@ -29,6 +29,7 @@ from openbrowse.domain.ids import SessionId
 from openbrowse.domain.sessions import SessionRecord, StopStrategy
 from openbrowse.sessions.manager import SessionManager
 from openbrowse.sessions.requests import SessionCreate
+from openbrowse.sessions.unsupported import unhonoured_entry
 
 router = APIRouter(
     prefix="/sessions", tags=["sessions"], dependencies=[ApiKey], responses=error_responses(401, 422, 429)
@@ -66,6 +67,11 @@ def to_session_create(body: CreateSessionBody) -> SessionCreate:
         max_duration_ms=body.max_duration_ms,
         enable_recording=body.enable_recording,
         webhook_url=body.webhook_url,
+        workspace_id=body.workspace_id,
+        cache_script=body.cache_script,
+        auto_heal=body.auto_heal,
+        custom_proxy=body.custom_proxy,
+        proxy_country_code=body.proxy_country_code,
         retired_field=retired,
         sent_fields=sent,
     )
@@ -82,6 +88,8 @@ async def create_session(request: Request, manager: ManagerDep) -> SessionView:
     """Create a session (optionally dispatching a task), or send a follow-up with ``sessionId``."""
     body = await parse_body(request, CreateSessionBody)
     record = await manager.create(to_session_create(body))
+    if (entry := unhonoured_entry(body.unhonoured())) is not None:  # spec §2.2: never silently ignored
+        await manager.feed.append(record.id, entry)
     return view_of(manager, record, request)
 
 
