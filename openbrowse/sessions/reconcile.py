@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from openbrowse.domain.feed import FeedEntry
 from openbrowse.domain.ids import SessionId
@@ -24,7 +24,23 @@ from openbrowse.sessions.states import Trigger
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from openbrowse.sessions.manager import SessionManager
+    from openbrowse.store.feed import FeedRepo
+    from openbrowse.store.sessions import SessionRepo
+
+
+class SessionManager(Protocol):
+    """What reconciling needs of the sessions manager (which calls in here, so it is not imported)."""
+
+    @property
+    def sessions(self) -> SessionRepo: ...
+
+    @property
+    def feed(self) -> FeedRepo: ...
+
+    async def apply(self, session_id: SessionId, trigger: Trigger, **changes: Any) -> SessionRecord: ...
+
+    def hold_secrets(self, record: SessionRecord) -> None: ...
+
 
 RESTART_NOTE = "Interrupted by server restart"
 
