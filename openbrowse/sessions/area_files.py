@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from openbrowse.domain.file_listing import FileEntry, is_plain_name
+from openbrowse.safe_files import CREATE_FLAGS, DIRECTORY_FLAGS, HiddenWrite, OpenedFile, open_regular
 
 __all__ = [
     "PARTIAL_SUFFIX",
@@ -33,27 +34,9 @@ __all__ = [
 PARTIAL_SUFFIX = ".crdownload"  # Chromium's name for a download still being written
 RECORDING_PART_SUFFIX = ".part"  # a recording still being written (sessions/recordings.py)
 UNFINISHED_SUFFIXES = (PARTIAL_SUFFIX, RECORDING_PART_SUFFIX)
-_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK  # NONBLOCK: a FIFO must not hang the open
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_DIRECTORY = DIRECTORY_FLAGS
+_CREATE = CREATE_FLAGS
 _CHUNK = 1 << 20
-
-
-class OpenedFile:
-    """A regular file opened for reading; the descriptor is the caller's to close (:meth:`close`)."""
-
-    def __init__(self, fd: int, status: os.stat_result) -> None:
-        self.fd = fd
-        self.status = status
-
-    @property
-    def proc_path(self) -> str:
-        """A path that reopens this very file, whatever has been renamed or linked since."""
-        return f"/proc/self/fd/{self.fd}"
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
 
 
 def temp_name() -> str:
@@ -109,18 +92,7 @@ def open_in(folder: Path, name: str) -> OpenedFile | None:
     if not is_plain_name(name) or name.endswith(UNFINISHED_SUFFIXES):
         return None
     with _folder(folder) as folder_fd:
-        if folder_fd is None:
-            return None
-        try:
-            fd = os.open(name, _READ, dir_fd=folder_fd)
-        except OSError:
-            return None
-    status = os.fstat(fd)
-    if not stat.S_ISREG(status.st_mode):
-        os.close(fd)
-        return None
-    os.set_blocking(fd, True)
-    return OpenedFile(fd, status)
+        return None if folder_fd is None else open_regular(folder_fd, name)
 
 
 def copy_into(source_fd: int, folder: Path, name: str) -> None:
@@ -162,48 +134,14 @@ def share_folder(source: Path, target: Path) -> int:
     return copied
 
 
-class PendingFile:
+class PendingFile(HiddenWrite):
     """A file being written under a hidden name in a server-side folder; :meth:`commit` renames it into place,
     :meth:`abort` removes it. Blocking calls: run them in a thread."""
 
     def __init__(self, folder: Path) -> None:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self._folder = folder
-        self._folder_fd = os.open(folder, _DIRECTORY)
-        self._temp = temp_name()
-        try:
-            self._fd: int | None = os.open(self._temp, _CREATE, 0o644, dir_fd=self._folder_fd)
-        except BaseException:
-            os.close(self._folder_fd)
-            raise
-        self.size = 0
-
-    def write(self, data: bytes) -> None:
-        assert self._fd is not None, "the file was committed or aborted"
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
-        self.size += len(data)
+        super().__init__(os.open(folder, _DIRECTORY), temp_name(), 0o644)
 
     def commit(self, name: str) -> FileEntry:
-        assert self._fd is not None, "the file was committed or aborted"
-        fd, self._fd = self._fd, None
-        try:
-            os.fchmod(fd, 0o644)
-            status = os.fstat(fd)
-        finally:
-            os.close(fd)
-        try:
-            os.replace(self._temp, name, src_dir_fd=self._folder_fd, dst_dir_fd=self._folder_fd)
-        finally:
-            os.close(self._folder_fd)
+        status = self.finish(name)
         return FileEntry(name, status.st_size, datetime.fromtimestamp(status.st_mtime, UTC))
-
-    def abort(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is None:
-            return
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(self._temp, dir_fd=self._folder_fd)
-        os.close(self._folder_fd)

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from openbrowse.domain.file_listing import is_plain_name
+from openbrowse.safe_files import DIRECTORY_FLAGS, HiddenWrite, OpenedFile, open_regular
 
 __all__ = [
     "NoRoom",
@@ -38,29 +39,10 @@ __all__ = [
     "write_bytes",
 ]
 
-_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_DIRECTORY = DIRECTORY_FLAGS
 FOLDER_MODE = 0o755
 FILE_MODE = 0o644
 UNFINISHED_SUFFIXES = (".crdownload", ".part")  # a download or a recording still being written
-
-
-class OpenedFile:
-    """A regular file opened for reading; the descriptor is the caller's to close (:meth:`close`)."""
-
-    def __init__(self, fd: int, status: os.stat_result) -> None:
-        self.fd = fd
-        self.status = status
-
-    @property
-    def proc_path(self) -> str:
-        """A path that reopens this very file, whatever has been renamed or linked since."""
-        return f"/proc/self/fd/{self.fd}"
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,18 +140,7 @@ def open_file(root: Path, path: str) -> OpenedFile | None:
     if not _finished(name):
         return None
     with _opened_folder(root, parents) as folder:
-        if folder is None:
-            return None
-        try:
-            fd = os.open(name, _READ, dir_fd=folder)
-        except OSError:
-            return None
-    status = os.fstat(fd)
-    if not stat.S_ISREG(status.st_mode):
-        os.close(fd)
-        return None
-    os.set_blocking(fd, True)
-    return OpenedFile(fd, status)
+        return None if folder is None else open_regular(folder, name)
 
 
 def size_of(root: Path, path: str) -> int:
@@ -201,7 +172,7 @@ def remove_tree(root: Path) -> None:
     shutil.rmtree(root, ignore_errors=True)  # rmtree never follows links (it unlinks them)
 
 
-class PendingWrite:
+class PendingWrite(HiddenWrite):
     """A file being written under a hidden name in its target folder; :meth:`commit` renames it to its path (an
     atomic replace), :meth:`abort` removes it. Blocking calls: run them in a thread."""
 
@@ -210,45 +181,12 @@ class PendingWrite:
         with _opened_folder(root, parents, create=True) as folder:
             if folder is None:
                 raise NotADirectoryError(f"{path} cannot be written: a part of it is not a folder")
-            self._folder = os.dup(folder)
-        self._temp = f".partial-{secrets.token_hex(8)}"
-        try:
-            self._fd: int | None = os.open(self._temp, _CREATE, FILE_MODE, dir_fd=self._folder)
-        except BaseException:
-            os.close(self._folder)
-            raise
-        self.size = 0
-
-    def write(self, data: bytes) -> None:
-        assert self._fd is not None, "the file was committed or aborted"
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
-        self.size += len(data)
+            folder_fd = os.dup(folder)
+        super().__init__(folder_fd, f".partial-{secrets.token_hex(8)}", FILE_MODE)
 
     def commit(self) -> WorkspaceFile:
-        assert self._fd is not None, "the file was committed or aborted"
-        fd, self._fd = self._fd, None
-        try:
-            os.fchmod(fd, FILE_MODE)
-            os.fsync(fd)
-            status = os.fstat(fd)
-        finally:
-            os.close(fd)
-        try:
-            os.replace(self._temp, self._name, src_dir_fd=self._folder, dst_dir_fd=self._folder)
-        finally:
-            os.close(self._folder)
+        status = self.finish(self._name, sync=True)
         return WorkspaceFile(self._name, status.st_size, datetime.fromtimestamp(status.st_mtime, UTC))
-
-    def abort(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is None:
-            return
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(self._temp, dir_fd=self._folder)
-        os.close(self._folder)
 
 
 def used_bytes(root: Path) -> int:
