@@ -21,7 +21,7 @@ from tests.fakes.login_site import LoginSite
 from tests.fakes.site import FixtureSites
 from tests.support.asgi_thread import ThreadedServer
 from tests.support.postgres import TEST_CLUSTER_SECRET, ThrowawayPostgres
-from tests.support.server import ServerProcess
+from tests.support.server import ServerProcess, outlives_modules
 
 
 @pytest.fixture(scope="session")
@@ -67,7 +67,7 @@ def shared_agent_server(
     left in its temp dir."""
     home = tmp_path_factory.mktemp("agent-home")
     with running_server(home, agent_env(fake_provider), slots=3, check_temp=True) as process:
-        yield process
+        yield outlives_modules(process)
 
 
 @pytest.fixture(scope="module")

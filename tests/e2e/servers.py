@@ -27,7 +27,7 @@ import pytest
 
 from tests.e2e.agent_support import TERMINAL
 from tests.e2e.browser_support import create_browser, stop_browser
-from tests.support.server import ServerProcess
+from tests.support.server import ServerProcess, outlives_modules
 from tests.support.slot_range import free_slot_base
 from tests.support.waiting import wait_for
 
@@ -90,7 +90,7 @@ class SharedServers:
         key = (tuple(sorted(env.items())), slots, check_temp)
         server = self._servers.get(key)
         if server is None:
-            server = start_isolated_server(self._tmp.mktemp("shared-home"), env, slots=slots)
+            server = outlives_modules(start_isolated_server(self._tmp.mktemp("shared-home"), env, slots=slots))
             self._servers[key] = server
         assert server.process is not None and server.process.poll() is None, (
             f"a shared server exited:\n{server.log()[-3000:]}"

@@ -21,12 +21,42 @@ from tests.support.ports import free_port
 from tests.support.slot_range import claim_slot_base, free_slot_base, release_slot_base
 from tests.support.waiting import wait_until
 
-__all__ = ["BROWSER_STACK", "REPO", "ServerProcess", "browser_stack_processes", "free_port", "wait_until"]
+__all__ = [
+    "BROWSER_STACK",
+    "REPO",
+    "ServerProcess",
+    "browser_stack_processes",
+    "free_port",
+    "outlives_modules",
+    "started_by_a_module",
+    "wait_until",
+]
 
 REPO = Path(__file__).resolve().parents[2]
 STARTUP_TIMEOUT = 60.0
 FIXTURE_HOSTS = "127.0.0.1,localhost"  # where the fixture sites, the fake provider and the webhook receivers listen
 BROWSER_STACK = ("Xvfb", "x11vnc", "websockify", "chromium", "chrome", "chrome_crashpad_handler", "socat")
+
+
+_OUTLIVING: set[int] = set()
+"""Pids of servers that a test process keeps for many modules (shared servers): a module's check for processes it
+left behind does not count them or what runs under them."""
+
+
+def outlives_modules(server: ServerProcess) -> ServerProcess:
+    """Register ``server`` as kept by the test process across modules (see :func:`started_by_a_module`)."""
+    if server.process is not None:
+        _OUTLIVING.add(server.process.pid)
+    return server
+
+
+def started_by_a_module(process: psutil.Process) -> bool:
+    """Whether ``process`` is not a shared server or one of its descendants."""
+    try:
+        lineage = [process, *process.parents()]
+    except psutil.NoSuchProcess:
+        return False
+    return not any(member.pid in _OUTLIVING for member in lineage)
 
 
 @dataclass

@@ -17,6 +17,7 @@ from openbrowse.slots.seam import seam_dir
 from openbrowse.slots.slot_files import scratch_root
 from tests.support.display import MISSING, needs_display
 from tests.support.ports import free_port
+from tests.support.server import started_by_a_module
 from tests.support.slot_range import free_slot_base, release_slot_base
 
 CHILDREN = Path(__file__).resolve().parents[2] / "fakes" / "children"
@@ -66,10 +67,11 @@ def instance_command_lines(settings: Settings) -> list[list[str]]:
 
 
 def live_children() -> list[psutil.Process]:
+    """This process's live descendants, but for the servers it keeps across modules (and what runs under them)."""
     out = []
     for proc in psutil.Process().children(recursive=True):
         try:
-            if proc.status() != psutil.STATUS_ZOMBIE:
+            if proc.status() != psutil.STATUS_ZOMBIE and started_by_a_module(proc):
                 out.append(proc)
         except psutil.NoSuchProcess:
             pass

@@ -28,6 +28,7 @@ from openbrowse.slots.slot_files import child_environment
 from tests.support.ci_gate import required
 from tests.support.display import needs_display
 from tests.support.sandbox_gate import needs_sandbox
+from tests.support.server import started_by_a_module
 
 pytestmark = [
     pytest.mark.display,
@@ -167,7 +168,8 @@ async def test_no_proxy_or_secret_variable_reaches_any_slot_process(
             pids = set(slot.confinement.sandbox.cgroup.pids())
             pids |= {relay.pid for relay in slot.confinement.relays if relay.running}
             for process in psutil.Process().children(recursive=True):
-                pids.add(process.pid)
+                if started_by_a_module(process):
+                    pids.add(process.pid)
             names: set[str] = set()
             for pid in pids:
                 environ = _environ(pid)
