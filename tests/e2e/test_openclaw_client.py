@@ -220,6 +220,9 @@ def drive_the_form(
     openclaw: OpenClaw, http: httpx.Client, base: str, site: FormSite, served: ThreadedServer, who: str
 ) -> None:
     """The whole client sequence against one base URL, asserting what the page shows after each change."""
+    # OpenClaw gives up on GET /tabs after its own 3 s; the first control call attaches to the browser, which on a
+    # loaded machine can take longer. Attach first, so the test waits on the attach and not on OpenClaw's clock.
+    assert http.get(f"{base}/tabs", timeout=120).status_code == 200
     tabs = result(openclaw.call("browserTabs", base))
     assert tabs["running"] is True and tabs["tabs"], tabs
     assert all(tab["targetId"] and tab["type"] == "page" for tab in tabs["tabs"]), tabs
