@@ -78,7 +78,8 @@ def test_a_run_is_followed_live_over_sse_through_nginx(front: str, fake: FakePro
 
 async def test_playwright_drives_a_raw_browser_over_its_cdp_url_through_nginx(front: str, site: FixtureSites) -> None:
     async with httpx.AsyncClient(timeout=120) as client:
-        created = await client.post(f"{front}/v3/browsers", json={})
+        # the run of the test before may still be releasing this node's slot: wait for it, as a user would
+        created = await client.post(f"{front}/v3/browsers", json={"waitForCapacityMs": 30000})
         assert created.status_code == 201, created.text
         browser: dict[str, Any] = created.json()
         assert browser["cdpUrl"].startswith(front.replace("http://", "ws://")), browser["cdpUrl"]
