@@ -10,16 +10,16 @@ from dataclasses import dataclass, field
 import pytest
 import sqlalchemy as sa
 
-from openbrowse.domain.clock import utc_now
 from openbrowse.domain.feed import FeedEntry
 from openbrowse.domain.ids import SessionId
-from openbrowse.domain.sessions import SessionRecord, SessionStatus
+from openbrowse.domain.sessions import SessionStatus
 from openbrowse.store.change_notices import APPLICATION_NAME, ChangeNotices
 from openbrowse.store.db import Database
 from openbrowse.store.feed import FeedRepo
 from openbrowse.store.sessions import SessionRepo
 from openbrowse.store.target import StoreTarget
 from tests.support.postgres import ThrowawayPostgres
+from tests.support.records import session_record
 from tests.support.waiting import wait_for_async
 
 SESSION = SessionId("00000000-0000-4000-8000-0000000000bb")
@@ -64,17 +64,7 @@ def _recorder(queries: list[str]) -> Callable[..., None]:
 
 
 async def insert(repo: SessionRepo) -> None:
-    now = utc_now()
-    record = SessionRecord(
-        id=SESSION,
-        status=SessionStatus.CREATED,
-        model="gpt-x",
-        llm_model="gpt-x",
-        reasoning_effort="none",
-        created_at=now,
-        updated_at=now,
-    )
-    await repo.insert(record)
+    await repo.insert(session_record(SESSION))
 
 
 def session_reads(queries: list[str]) -> int:

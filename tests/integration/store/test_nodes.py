@@ -13,7 +13,7 @@ from openbrowse.domain.browsers import BrowserRecord, BrowserStatus
 from openbrowse.domain.clock import utc_now
 from openbrowse.domain.feed import FeedEntry
 from openbrowse.domain.ids import BrowserId, SessionId
-from openbrowse.domain.sessions import SessionRecord, SessionStatus
+from openbrowse.domain.sessions import SessionStatus
 from openbrowse.errors import NodeFenced
 from openbrowse.store.browsers import BrowserRepo
 from openbrowse.store.db import Database
@@ -23,6 +23,7 @@ from openbrowse.store.ownership import NodeOwnership
 from openbrowse.store.schema import nodes as table
 from openbrowse.store.sessions import SessionRepo
 from openbrowse.store.target import StoreTarget
+from tests.support.records import session_record
 from tests.support.waiting import wait_for_async
 
 IDLE = NodeLoad(slots=2, busy=0, queued=0, draining=False)
@@ -92,18 +93,7 @@ async def test_a_fenced_presence_stops_heartbeating_and_does_not_mark_the_new_ow
 
 
 async def _session(repo: SessionRepo, session_id: str, status: SessionStatus) -> None:
-    now = utc_now()
-    await repo.insert(
-        SessionRecord(
-            id=SessionId(session_id),
-            status=status,
-            model="gpt-x",
-            llm_model="gpt-x",
-            reasoning_effort="none",
-            created_at=now,
-            updated_at=now,
-        )
-    )
+    await repo.insert(session_record(session_id, status))
 
 
 async def _go_quiet(db: Database, node_id: str) -> None:
